@@ -1,0 +1,41 @@
+"""Skilldesk: admins compose AI agents from configurable skills; people chat with them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """Build the app: defaults, SKILLDESK_* variables, test overrides, extensions, blueprints, skills."""
+    app = Flask(__name__, instance_relative_config=True)
+
+    from app import config as settings
+
+    settings.load(app, config)
+
+    from app import database, errors, navigation, rendering, security
+    from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
+
+    db.init_app(app)
+    database.init_app(app)
+    migrate.init_app(app, db, directory=str(Path(app.root_path).parent / "migrations"))
+    login_manager.init_app(app)
+    csrf.init_app(app)
+    htmx.init_app(app)
+    jobs.init_app(app)
+    security.init_app(app)
+    errors.init_app(app)
+    navigation.init_app(app)
+    rendering.init_app(app)
+
+    from app.blueprints import register_blueprints
+
+    register_blueprints(app)
+
+    from app import cli, skills
+
+    skills.init_app(app)
+    cli.init_app(app)
+    return app

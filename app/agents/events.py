@@ -1,0 +1,91 @@
+"""Run events: stored with sequence numbers, fanned out to listeners in this process.
+
+Any worker can serve any stream because events are stored; listeners in the same process are
+woken at once, others notice within a poll interval.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+from flask import Flask
+
+from app.extensions import db
+from app.models import RunEvent
+
+TEXT_FLUSH_SECONDS = 0.05
+END = "end"
+
+_conditions: dict[str, threading.Condition] = defaultdict(threading.Condition)
+_conditions_lock = threading.Lock()
+
+
+def _condition(run_id: str) -> threading.Condition:
+    with _conditions_lock:
+        return _conditions[run_id]
+
+
+def notify(run_id: str) -> None:
+    """Wake every listener of a run in this process."""
+    condition = _condition(run_id)
+    with condition:
+        condition.notify_all()
+
+
+def wait_for_events(run_id: str, timeout: float) -> None:
+    """Sleep until the run publishes something or the timeout passes."""
+    condition = _condition(run_id)
+    with condition:
+        condition.wait(timeout)
+
+
+def forget(run_id: str) -> None:
+    """Drop the run's condition once it has ended."""
+    with _conditions_lock:
+        _conditions.pop(run_id, None)
+
+
+def events_after(run_id: str, seq: int) -> list[RunEvent]:
+    """Return the run's stored events after a sequence number, in order."""
+    return list(db.session.scalars(
+        db.select(RunEvent).where(RunEvent.run_id == run_id, RunEvent.seq > seq).order_by(RunEvent.seq)
+    ))
+
+
+class EventWriter:
+    """Stores a run's events in order. Text deltas are coalesced for a few milliseconds."""
+
+    def __init__(self, app: Flask, run_id: str, start_seq: int = 0) -> None:
+        self.app = app
+        self.run_id = run_id
+        self.seq = start_seq
+        self._text: list[str] = []
+        self._last_flush = time.monotonic()
+
+    def text(self, delta: str) -> None:
+        if not delta:
+            return
+        self._text.append(delta)
+        if time.monotonic() - self._last_flush >= TEXT_FLUSH_SECONDS:
+            self.flush()
+
+    def emit(self, type_: str, data: dict[str, Any]) -> None:
+        self.flush()
+        self._store([(type_, data)])
+
+    def flush(self) -> None:
+        self._last_flush = time.monotonic()
+        if self._text:
+            delta, self._text = "".join(self._text), []
+            self._store([("text", {"delta": delta})])
+
+    def _store(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        with self.app.app_context():
+            for type_, data in items:
+                self.seq += 1
+                db.session.add(RunEvent(run_id=self.run_id, seq=self.seq, type=type_, data=data))
+            db.session.commit()
+        notify(self.run_id)

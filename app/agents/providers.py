@@ -1,0 +1,125 @@
+"""Turn a model configuration into a pydantic-ai model and its settings, for one role.
+
+Tools and skills ask for a role (chat, summary, title, utility); they never inspect model names.
+API keys are read from the environment variable the configuration names; none is stored.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+
+from app.agents.offline import make_offline_model
+from app.models import ModelConfig
+
+# Settings a role gets unless the configuration's profile for that role says otherwise.
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "chat": {},
+    "summary": {"temperature": 0.2},
+    "title": {"max_tokens": 60, "temperature": 0.2, "timeout": 20},
+    "utility": {"temperature": 0},
+}
+
+
+class ModelUnavailable(Exception):
+    """The configuration cannot make a model (a missing key, an unknown provider)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A detached copy of a ModelConfig, safe to carry into the runtime loop."""
+
+    id: int | None
+    name: str
+    provider: str
+    model_name: str
+    base_url: str | None
+    api_key_env: str | None
+    context_window: int
+    max_tokens: int | None
+    temperature: float | None
+    timeout: float
+    profiles: dict
+
+    @classmethod
+    def of(cls, config: ModelConfig | None) -> ModelSpec:
+        if config is None:
+            return OFFLINE_SPEC
+        return cls(config.id, config.name, config.provider, config.model_name, config.base_url,
+                   config.api_key_env, config.context_window, config.max_tokens, config.temperature,
+                   config.timeout, dict(config.profiles or {}))
+
+    def settings(self, role: str = "chat") -> ModelSettings:
+        """Return the model settings for a role: configuration, then role defaults, then the role profile."""
+        merged: dict[str, Any] = {"timeout": self.timeout}
+        if self.max_tokens:
+            merged["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            merged["temperature"] = self.temperature
+        merged.update(ROLE_DEFAULTS.get(role, {}))
+        merged.update({k: v for k, v in (self.profiles.get(role) or {}).items() if v is not None})
+        allowed = {"max_tokens", "temperature", "timeout", "top_p"}
+        return ModelSettings(**{k: v for k, v in merged.items() if k in allowed})
+
+
+OFFLINE_SPEC = ModelSpec(None, "Built-in offline model", "offline", "skilldesk-offline", None, None,
+                         32_000, None, None, 60.0, {})
+
+
+# Extra providers by name (plugins, and the scripted models of the test suite).
+_factories: dict[str, Callable[[ModelSpec], Model]] = {}
+
+
+def register_provider(name: str, factory: Callable[[ModelSpec], Model] | None) -> None:
+    """Add (or, with None, remove) a provider that builds models for configurations naming it."""
+    if factory is None:
+        _factories.pop(name, None)
+    else:
+        _factories[name] = factory
+
+
+def build_model(spec: ModelSpec) -> Model:
+    """Create the pydantic-ai model for a configuration (call this on the runtime loop)."""
+    profile = {"context_window": spec.context_window}
+    if spec.provider in _factories:
+        return _factories[spec.provider](spec)
+    if spec.provider == "offline":
+        return make_offline_model(spec.context_window)
+    key = _api_key(spec)
+    if spec.provider in ("openai", "openai-chat", "openai-compatible"):
+        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=spec.base_url or None, api_key=key or "not-needed")
+        cls = OpenAIResponsesModel if spec.provider == "openai" else OpenAIChatModel
+        return cls(spec.model_name, provider=provider, profile=profile)
+    if spec.provider == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        return AnthropicModel(spec.model_name, provider=AnthropicProvider(api_key=key), profile=profile)
+    if spec.provider == "groq":
+        from pydantic_ai.models.groq import GroqModel
+        from pydantic_ai.providers.groq import GroqProvider
+
+        return GroqModel(spec.model_name, provider=GroqProvider(api_key=key), profile=profile)
+    raise ModelUnavailable(f"Unknown provider {spec.provider!r}.")
+
+
+def _api_key(spec: ModelSpec) -> str | None:
+    if spec.provider == "openai-compatible" and not spec.api_key_env:
+        return None  # local servers usually need no key
+    if not spec.api_key_env:
+        raise ModelUnavailable(f"The model configuration {spec.name!r} names no API key variable.")
+    key = os.environ.get(spec.api_key_env)
+    if not key:
+        raise ModelUnavailable(
+            f"The environment variable {spec.api_key_env} is not set; the model configuration "
+            f"{spec.name!r} reads its API key from it."
+        )
+    return key

@@ -1,0 +1,328 @@
+"""Run a turn on the runtime loop: stream its events, then store what it produced in one transaction.
+
+A client that disconnects does not cancel the run; Stop does. Every failure ends the run with an
+honest status and keeps the user's message and whatever the run had already produced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Flask
+from pydantic_ai import CancellationToken, capture_run_messages
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelHTTPError,
+    RunCancelled,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+)
+from pydantic_ai.messages import (
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+)
+from pydantic_ai.run import AgentRunResultEvent
+from pydantic_ai.usage import UsageLimits
+
+from app.agents import events as run_events
+from app.agents import loop
+from app.agents.builder import AgentSpec, Person, build_agent
+from app.agents.providers import ModelSpec, ModelUnavailable
+from app.extensions import db
+from app.models import Agent, Conversation, Message, ModelConfig, Run, User
+from app.models.base import utcnow
+
+log = logging.getLogger(__name__)
+
+STEP_RESULT_CHARS = 4_000
+CANCEL_POLL_SECONDS = 1.0
+
+_tokens: dict[str, CancellationToken] = {}
+_futures: dict[str, concurrent.futures.Future] = {}
+
+
+@dataclass
+class Turn:
+    """Everything a run needs, read from the database before the run leaves the request."""
+
+    run_id: str
+    conversation_id: int
+    prompt: str
+    agent: AgentSpec | None
+    person: Person
+    history: list[ModelMessage]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    status: str = "succeeded"
+    error: str | None = None
+    messages: list[ModelMessage] | None = None
+    text: list[str] = field(default_factory=list)
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
+    """Start a queued run on the runtime loop and return its future."""
+    future = loop.submit(execute(app, run_id))
+    _futures[run_id] = future
+    future.add_done_callback(lambda _f: _futures.pop(run_id, None))
+    return future
+
+
+def wait(run_id: str, timeout: float = 30.0) -> None:
+    """Block until a run launched in this process has ended (for jobs and tests)."""
+    future = _futures.get(run_id)
+    if future is not None:
+        future.result(timeout)
+
+
+def request_stop(run: Run) -> None:
+    """Ask a run to stop: at once in this process, within a second from any other."""
+    run.cancel_requested = True
+    db.session.commit()
+    token = _tokens.get(run.id)
+    if token is not None:
+        token.cancel()
+
+
+def load_history(conversation: Conversation) -> list[ModelMessage]:
+    """Return the conversation's model context as pydantic-ai messages."""
+    if not conversation.model_context:
+        return []
+    return list(ModelMessagesTypeAdapter.validate_json(conversation.model_context))
+
+
+def model_spec_for(agent: Agent, conversation: Conversation | None = None) -> ModelSpec:
+    """Return the model a turn runs on: the conversation's pick, the agent's, else the default."""
+    config = None
+    if conversation is not None and conversation.model_config_id:
+        config = db.session.get(ModelConfig, conversation.model_config_id)
+    if config is None and agent.model_config_id:
+        config = db.session.get(ModelConfig, agent.model_config_id)
+    if config is None:
+        config = db.session.scalar(db.select(ModelConfig).where(ModelConfig.is_default.is_(True)))
+    return ModelSpec.of(config)
+
+
+def _prepare(run_id: str) -> Turn | None:
+    run = db.session.get(Run, run_id)
+    if run is None or run.status != "queued":
+        return None
+    conversation = db.session.get(Conversation, run.conversation_id)
+    agent = db.session.get(Agent, run.agent_id) if run.agent_id else None
+    user = db.session.get(User, run.user_id) if run.user_id else None
+    run.status, run.started_at = "running", utcnow()
+    db.session.commit()
+    if agent is None or conversation is None:
+        return Turn(run_id, run.conversation_id, run.prompt or "", None, Person.of(user), [])
+    return Turn(
+        run_id=run_id,
+        conversation_id=conversation.id,
+        prompt=run.prompt or "",
+        agent=AgentSpec.of(agent, model_spec_for(agent, conversation)),
+        person=Person.of(user),
+        history=load_history(conversation),
+    )
+
+
+async def execute(app: Flask, run_id: str) -> str | None:
+    """Run one queued turn to its end and store the outcome; returns the final status."""
+    with app.app_context():
+        turn = _prepare(run_id)
+    if turn is None:
+        return None
+    writer = run_events.EventWriter(app, run_id)
+    writer.emit("status", {"status": "running"})
+    outcome = Outcome()
+    if turn.agent is None:
+        outcome.status, outcome.error = "failed", "The agent of this conversation no longer exists."
+    else:
+        await _drive(app, turn, writer, outcome)
+    writer.flush()
+    with app.app_context():
+        message_id = _finish(turn, outcome)
+    writer.emit(run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message_id})
+    run_events.forget(run_id)
+    await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, outcome)
+    return outcome.status
+
+
+async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome: Outcome) -> None:
+    token = CancellationToken()
+    _tokens[turn.run_id] = token
+    last_poll = time.monotonic()
+    try:
+        with capture_run_messages() as captured:
+            try:
+                built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id, turn.extras)
+                limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
+                async with built.agent.run_stream_events(
+                    turn.prompt, message_history=turn.history, usage_limits=limits, cancellation_token=token
+                ) as stream:
+                    async for event in stream:
+                        if isinstance(event, AgentRunResultEvent):
+                            outcome.messages = event.result.all_messages()
+                            _count_usage(outcome, event.result.usage)
+                        else:
+                            _translate(event, writer, outcome)
+                        if time.monotonic() - last_poll > CANCEL_POLL_SECONDS:
+                            last_poll = time.monotonic()
+                            if _cancel_requested(app, turn.run_id):
+                                token.cancel()
+            except RunCancelled as error:
+                outcome.status = "cancelled"
+                outcome.messages = error.all_messages()
+                _count_usage(outcome, error.usage)
+            except UsageLimitExceeded as error:
+                outcome.status, outcome.error = "unfinished", _limit_message(turn, error)
+                outcome.messages = list(captured)
+            except ModelHTTPError as error:
+                outcome.status, outcome.error = "failed", provider_error(error)
+                outcome.messages = list(captured)
+            except (ModelAPIError, UnexpectedModelBehavior, ModelUnavailable, LookupError) as error:
+                outcome.status, outcome.error = "failed", str(error)
+                outcome.messages = list(captured)
+            except Exception as error:  # recorded on the run, shown to the user, and logged
+                log.exception("run %s failed", turn.run_id)
+                outcome.status, outcome.error = "failed", f"{type(error).__name__}: {error}"
+                outcome.messages = list(captured)
+    finally:
+        _tokens.pop(turn.run_id, None)
+
+
+def provider_error(error: ModelHTTPError) -> str:
+    """Say what the provider answered, as it said it."""
+    body = error.body
+    if isinstance(body, dict):
+        body = (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body
+    detail = body if isinstance(body, str) else json.dumps(body)[:500] if body else error.message
+    return f"The provider answered {error.status_code}: {detail}"
+
+
+def _limit_message(turn: Turn, error: UsageLimitExceeded) -> str:
+    return (f"The turn stopped after {turn.agent.max_requests} model requests, the limit set for this agent; "
+            "the answer is unfinished and the tool results so far are kept.")
+
+
+def _translate(event: Any, writer: run_events.EventWriter, outcome: Outcome) -> None:
+    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+        if outcome.text and not "".join(outcome.text).endswith("\n"):
+            outcome.text.append("\n\n")
+            writer.text("\n\n")
+        outcome.text.append(event.part.content)
+        writer.text(event.part.content)
+    elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+        outcome.text.append(event.delta.content_delta)
+        writer.text(event.delta.content_delta)
+    elif isinstance(event, FunctionToolCallEvent):
+        step = {"id": event.part.tool_call_id, "name": event.part.tool_name,
+                "args": event.part.args_as_json_str(), "result": None, "failed": False}
+        outcome.steps[step["id"]] = step
+        writer.emit("tool_call", {"id": step["id"], "name": step["name"], "args": step["args"]})
+    elif isinstance(event, FunctionToolResultEvent):
+        part = event.part
+        content = part.model_response_str() if hasattr(part, "model_response_str") else str(part.content)
+        failed = getattr(part, "outcome", "success") != "success" or part.part_kind == "retry-prompt"
+        step = outcome.steps.setdefault(part.tool_call_id, {"id": part.tool_call_id, "name": part.tool_name,
+                                                            "args": "{}"})
+        step.update(result=_clip(content), failed=failed)
+        writer.emit("tool_result", {"id": part.tool_call_id, "name": part.tool_name, "args": step["args"],
+                                    "result": step["result"], "failed": failed})
+
+
+def _count_usage(outcome: Outcome, usage: Any) -> None:
+    if usage is not None:
+        outcome.input_tokens = usage.input_tokens or 0
+        outcome.output_tokens = usage.output_tokens or 0
+        outcome.requests = usage.requests or 0
+
+
+def _usage_from_messages(outcome: Outcome, start: int) -> None:
+    if outcome.input_tokens or not outcome.messages:
+        return
+    for message in outcome.messages[start:]:
+        if isinstance(message, ModelResponse):
+            outcome.input_tokens += message.usage.input_tokens or 0
+            outcome.output_tokens += message.usage.output_tokens or 0
+            outcome.requests += 1
+
+
+def _finish(turn: Turn, outcome: Outcome) -> int:
+    """Store the assistant message, the model context, usage and status in one transaction."""
+    run = db.session.get(Run, turn.run_id)
+    conversation = db.session.get(Conversation, turn.conversation_id)
+    _usage_from_messages(outcome, len(turn.history))
+    meta = {"status": outcome.status, **outcome.meta}
+    if outcome.error:
+        meta["error"] = outcome.error
+    message = Message(conversation_id=turn.conversation_id, role="assistant", content="".join(outcome.text),
+                      steps=list(outcome.steps.values()), meta=meta, run_id=turn.run_id,
+                      input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
+    db.session.add(message)
+    if outcome.messages and conversation is not None and conversation.deleted_at is None:
+        conversation.model_context = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode()
+    if conversation is not None:
+        conversation.updated_at = utcnow()
+    if run is not None:
+        run.status, run.error, run.finished_at = outcome.status, outcome.error, utcnow()
+        run.input_tokens, run.output_tokens, run.requests = (outcome.input_tokens, outcome.output_tokens,
+                                                             outcome.requests)
+    db.session.commit()
+    log.info("run %s %s: %s requests, %s+%s tokens", turn.run_id, outcome.status, outcome.requests,
+             outcome.input_tokens, outcome.output_tokens)
+    return message.id
+
+
+def _follow_ups(app: Flask, turn: Turn, outcome: Outcome) -> None:
+    """Queue the jobs that follow a turn (titles), off the runtime loop."""
+    from app.agents.titles import generate_title
+
+    if outcome.status != "succeeded" or not outcome.text:
+        return
+    with app.app_context():
+        title = db.session.scalar(db.select(Conversation.title).where(Conversation.id == turn.conversation_id))
+        if title is None:
+            try:
+                generate_title.delay(turn.conversation_id)
+            except Exception:  # a title is a nicety: never let it break the turn
+                log.exception("could not queue the title of conversation %s", turn.conversation_id)
+
+
+def _cancel_requested(app: Flask, run_id: str) -> bool:
+    with app.app_context():
+        return bool(db.session.scalar(db.select(Run.cancel_requested).where(Run.id == run_id)))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= STEP_RESULT_CHARS else text[:STEP_RESULT_CHARS] + "…"
+
+
+def recover_interrupted() -> int:
+    """Mark runs left queued or running by a crash as failed; returns how many."""
+    runs = list(db.session.scalars(db.select(Run).where(Run.status.in_(("queued", "running")))))
+    for run in runs:
+        run.status, run.finished_at = "failed", utcnow()
+        run.error = "The server stopped while this run was in progress."
+        db.session.add(Message(conversation_id=run.conversation_id, role="assistant", content="", run_id=run.id,
+                               meta={"status": "failed", "error": run.error}))
+    db.session.commit()
+    return len(runs)

@@ -1,0 +1,18 @@
+"""One blueprint per area."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+
+def register_blueprints(app: Flask) -> None:
+    from app.blueprints import admin, agents, auth, chat, home, models, runs, shares
+
+    app.register_blueprint(home.bp)
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(admin.bp, url_prefix="/admin")
+    app.register_blueprint(models.bp, url_prefix="/admin/models")
+    app.register_blueprint(agents.bp, url_prefix="/admin/agents")
+    app.register_blueprint(chat.bp, url_prefix="/chat")
+    app.register_blueprint(runs.bp, url_prefix="/runs")
+    app.register_blueprint(shares.bp)

@@ -1,0 +1,106 @@
+"""The agent editor (admin): name, instructions, model, audience and an ordered list of skills."""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from app import agent_editor
+from app.agents.builder import AgentSpec, Person
+from app.agents.preview import run_preview
+from app.agents.providers import ModelSpec
+from app.extensions import db
+from app.models import ROLES, Agent, ModelConfig
+from app.security import admin_required
+from app.skills import registry
+
+bp = Blueprint("agents", __name__)
+
+
+def get_agent(agent_id: int) -> Agent:
+    return db.get_or_404(Agent, agent_id)
+
+
+def render_editor(form: agent_editor.AgentForm, agent: Agent | None, status: int = 200, preview=None):
+    models = db.session.scalars(db.select(ModelConfig).order_by(ModelConfig.name)).all()
+    return render_template("agents/edit.html", form=form, agent=agent, models=models, roles=ROLES,
+                           registry=registry(), skill_forms=form.skill_forms(registry()),
+                           preview=preview), status
+
+
+@bp.route("/")
+@admin_required
+def index():
+    agents = db.session.scalars(db.select(Agent).order_by(Agent.name)).all()
+    return render_template("agents/index.html", agents=agents)
+
+
+@bp.route("/new")
+@admin_required
+def new():
+    return render_editor(agent_editor.AgentForm.of(None), None)
+
+
+@bp.route("/", methods=["POST"])
+@admin_required
+def create():
+    return _submit(None)
+
+
+@bp.route("/<int:agent_id>")
+@admin_required
+def edit(agent_id: int):
+    agent = get_agent(agent_id)
+    return render_editor(agent_editor.AgentForm.of(agent), agent)
+
+
+@bp.route("/<int:agent_id>", methods=["POST"])
+@admin_required
+def update(agent_id: int):
+    return _submit(get_agent(agent_id))
+
+
+def _submit(agent: Agent | None):
+    form = agent_editor.read_form(request.form, registry(), agent.id if agent else None)
+    if form.action != "save":  # Add, Up, Down, Remove: show the changed list, judge it on Save
+        form.errors, form.skill_errors = {}, {}
+        return render_editor(form, agent)
+    if not form.valid:
+        return render_editor(form, agent, 422)
+    if agent is None:
+        agent = Agent()
+        db.session.add(agent)
+    agent_editor.save(agent, form)
+    db.session.commit()
+    flash(f"Saved the agent {agent.name}.")
+    return redirect(url_for("agents.edit", agent_id=agent.id))
+
+
+@bp.route("/preview", methods=["POST"])
+@admin_required
+def preview():
+    """Run one message against the agent as it stands in the form (saved or not)."""
+    form = agent_editor.read_form(request.form, registry(), request.form.get("agent_id", type=int))
+    prompt = (request.form.get("preview_prompt") or "").strip()
+    form.errors.pop("name", None)  # a preview needs no unique name
+    if not prompt:
+        return render_template("agents/_preview.html", error="Write a message to try."), 422
+    if not form.valid:
+        return render_template("agents/_preview.html", error="Fix the highlighted fields first."), 422
+    config = db.session.get(ModelConfig, form.values["model_config_id"]) if form.values["model_config_id"] \
+        else db.session.scalar(db.select(ModelConfig).where(ModelConfig.is_default.is_(True)))
+    spec = AgentSpec(None, form.values["name"] or "Preview", form.values["instructions"], tuple(form.skills),
+                     form.values["max_requests"], ModelSpec.of(config))
+    result = run_preview(current_app._get_current_object(), spec, Person.of(current_user), prompt)
+    return render_template("agents/_preview.html", preview=result, prompt=prompt)
+
+
+@bp.route("/<int:agent_id>/delete", methods=["POST"])
+@admin_required
+def delete(agent_id: int):
+    agent = get_agent(agent_id)
+    name = agent.name
+    db.session.delete(agent)
+    db.session.commit()
+    flash(f"Deleted the agent {name}. Its conversations stay readable.")
+    return redirect(url_for("agents.index"))

@@ -1,0 +1,145 @@
+"""The chat view: previous chats on the left, the transcript and the composer on the right."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from app.agents import turns
+from app.agents.purge import purge_conversation
+from app.conversations import export_json, export_markdown, get_own_conversation, sidebar_query, transcript
+from app.extensions import db
+from app.htmx import is_htmx, retarget
+from app.models import Agent
+
+bp = Blueprint("chat", __name__)
+
+TITLE_MAX = 200
+
+
+def usable_agents() -> list[Agent]:
+    """Return the agents the signed-in user may chat with."""
+    agents = db.session.scalars(db.select(Agent).order_by(Agent.name))
+    return [agent for agent in agents if agent.usable_by(current_user)]
+
+
+def sidebar_page(page: int = 1, search: str = ""):
+    per_page = current_app.config["SIDEBAR_PAGE_SIZE"]
+    return db.paginate(sidebar_query(current_user.id, search), page=page, per_page=per_page,
+                       error_out=False, count=False)
+
+
+@bp.route("/")
+def index():
+    search = request.args.get("q", "")[:200]
+    return render_template("chat/index.html", agents=usable_agents(), sidebar=sidebar_page(1, search),
+                           search=search)
+
+
+@bp.route("/sidebar")
+def sidebar():
+    search = request.args.get("q", "")[:200]
+    page = request.args.get("page", 1, type=int)
+    return render_template("chat/_sidebar_items.html", sidebar=sidebar_page(page, search), search=search)
+
+
+@bp.route("/", methods=["POST"])
+def create():
+    agent = db.session.get(Agent, request.form.get("agent_id", type=int) or 0)
+    if agent is None or not agent.usable_by(current_user):
+        abort(404)
+    if current_user.role == "guest":
+        abort(403)
+    conversation = turns.start_conversation(current_user, agent)
+    db.session.commit()
+    return redirect(url_for("chat.show", conversation_id=conversation.id))
+
+
+@bp.route("/<int:conversation_id>")
+def show(conversation_id: int):
+    conversation = get_own_conversation(conversation_id)
+    return render_template("chat/show.html", conversation=conversation, messages=transcript(conversation),
+                           run=turns.active_run(conversation), sidebar=sidebar_page(), search="")
+
+
+@bp.route("/<int:conversation_id>/messages", methods=["POST"])
+def send(conversation_id: int):
+    conversation = get_own_conversation(conversation_id)
+    text = (request.form.get("text") or "").strip()
+    limit = current_app.config["MAX_MESSAGE_CHARS"]
+    error = None
+    if not text:
+        error = "Write a message first."
+    elif len(text) > limit:
+        error = f"The message is too long ({len(text):,} characters; the limit is {limit:,})."
+    elif conversation.agent is None or not conversation.agent.usable_by(current_user):
+        error = "You can no longer use this agent."
+    elif turns.active_run(conversation) is not None:
+        error = "Wait for the current answer, or stop it, before sending another message."
+    if error:
+        if is_htmx():
+            return retarget(render_template("chat/_composer.html", conversation=conversation, text=text,
+                                            error=error), "#composer"), 422
+        flash(error, "error")
+        return redirect(url_for("chat.show", conversation_id=conversation.id))
+    message, run = turns.send_message(conversation, current_user, text)
+    if is_htmx():
+        return render_template("chat/_sent.html", conversation=conversation, message=message, run=run)
+    return redirect(url_for("chat.show", conversation_id=conversation.id))
+
+
+@bp.route("/<int:conversation_id>/rename", methods=["POST"])
+def rename(conversation_id: int):
+    conversation = get_own_conversation(conversation_id)
+    title = " ".join((request.form.get("title") or "").split())
+    if not title or len(title) > TITLE_MAX:
+        message = "Give the chat a title." if not title else f"Use at most {TITLE_MAX} characters."
+        if is_htmx():
+            return retarget(render_template("chat/_rename.html", conversation=conversation, error=message,
+                                            title=title), "#rename-form"), 422
+        flash(message, "error")
+        return redirect(url_for("chat.show", conversation_id=conversation.id))
+    conversation.title = title
+    db.session.commit()
+    if is_htmx():
+        return render_template("chat/_title.html", conversation=conversation, oob=True)
+    return redirect(url_for("chat.show", conversation_id=conversation.id))
+
+
+@bp.route("/<int:conversation_id>/title")
+def title(conversation_id: int):
+    """Poll for a generated title; swaps the sidebar item and the heading once it exists."""
+    conversation = get_own_conversation(conversation_id)
+    tries = request.args.get("tries", 0, type=int)
+    return render_template("chat/_title_poll.html", conversation=conversation, tries=tries)
+
+
+@bp.route("/<int:conversation_id>/delete", methods=["POST"])
+def delete(conversation_id: int):
+    conversation = get_own_conversation(conversation_id)
+    purge_conversation(conversation)
+    db.session.commit()
+    flash("Chat deleted.")
+    if is_htmx():
+        if request.args.get("from") == "sidebar":
+            return render_template("chat/_sidebar_removed.html", conversation_id=conversation_id)
+        response = Response(status=204)
+        response.headers["HX-Redirect"] = url_for("chat.index")
+        return response
+    return redirect(url_for("chat.index"))
+
+
+@bp.route("/<int:conversation_id>/export.<fmt>")
+def export(conversation_id: int, fmt: str):
+    conversation = get_own_conversation(conversation_id)
+    messages = transcript(conversation)
+    if fmt == "md":
+        body, mimetype = export_markdown(conversation, messages), "text/markdown"
+    elif fmt == "json":
+        body, mimetype = export_json(conversation, messages), "application/json"
+    else:
+        abort(404)
+    response = Response(body, mimetype=mimetype)
+    response.headers["Content-Disposition"] = f'attachment; filename="chat-{conversation.id}.{fmt}"'
+    return response
+

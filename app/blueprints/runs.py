@@ -1,0 +1,85 @@
+"""Runs: the event stream of a run (SSE), Stop, and the admins' list of runs."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Blueprint, Response, abort, current_app, render_template, request, stream_with_context
+from flask_login import current_user
+
+from app.agents import events as run_events
+from app.agents import runtime
+from app.extensions import db
+from app.models import Message, Run
+from app.stream import encode_html, sse
+
+bp = Blueprint("runs", __name__)
+
+POLL_SECONDS = 1.0
+KEEPALIVE_SECONDS = 15.0
+
+
+def get_own_run(run_id: str) -> Run:
+    """Return the signed-in user's run, or 404 (the same answer for someone else's)."""
+    run = db.session.get(Run, run_id)
+    if run is None or run.user_id != current_user.id or run.conversation.deleted_at is not None:
+        abort(404)
+    return run
+
+
+@bp.route("/<run_id>/events")
+def events(run_id: str):
+    run = get_own_run(run_id)
+    after = request.headers.get("Last-Event-ID", request.args.get("after", 0), type=int) or 0
+    app = current_app._get_current_object()
+    user_id = current_user.id
+    return Response(stream_with_context(_follow(app, run.id, user_id, after)), mimetype="text/event-stream",
+                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _follow(app, run_id: str, user_id: int, after: int):
+    """Replay stored events after `after`, then follow live ones until the run ends."""
+    last_sent = time.monotonic()
+    while True:
+        for event in run_events.events_after(run_id, after):
+            after = event.seq
+            yield sse(event.seq, event.type, encode_html(event, run_id))
+            last_sent = time.monotonic()
+            if event.type == run_events.END:
+                return
+        db.session.remove()  # see a fresh snapshot on the next poll
+        if not _still_allowed(run_id, user_id):
+            return
+        if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
+            yield ": keepalive\n\n"
+            last_sent = time.monotonic()
+        run_events.wait_for_events(run_id, POLL_SECONDS)
+
+
+def _still_allowed(run_id: str, user_id: int) -> bool:
+    # A deleted account, a deactivated one or a deleted conversation ends the stream too.
+    from app.models import Conversation, User
+
+    row = db.session.execute(
+        db.select(User.active, Conversation.deleted_at).join(Run, Run.user_id == User.id)
+        .join(Conversation, Conversation.id == Run.conversation_id).where(Run.id == run_id, User.id == user_id)
+    ).first()
+    return row is not None and row.active and row.deleted_at is None
+
+
+@bp.route("/<run_id>/stop", methods=["POST"])
+def stop(run_id: str):
+    run = get_own_run(run_id)
+    if run.active:
+        runtime.request_stop(run)
+    return Response(status=204)
+
+
+@bp.route("/<run_id>/message")
+def message(run_id: str):
+    """The assistant message a run produced (for clients that missed the end of the stream)."""
+    run = get_own_run(run_id)
+    found = db.session.scalar(db.select(Message).where(Message.run_id == run.id, Message.role == "assistant"))
+    if found is None:
+        abort(404)
+    return render_template("chat/_message.html", message=found, conversation=run.conversation)

@@ -1,0 +1,81 @@
+"""Embedded defaults; every key can be overridden with a SKILLDESK_<KEY> environment variable."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from flask import Flask
+
+DEFAULTS: dict[str, object] = {
+    # Accounts and sessions
+    "SESSION_COOKIE_HTTPONLY": True,
+    "SESSION_COOKIE_SAMESITE": "Lax",
+    "REMEMBER_COOKIE_HTTPONLY": True,
+    "WTF_CSRF_TIME_LIMIT": None,
+    "MAX_CONTENT_LENGTH": 16 * 1024 * 1024,
+    # Chat runtime
+    "MAX_MESSAGE_CHARS": 20_000,
+    "MAX_MODEL_REQUESTS_PER_TURN": 25,
+    "SIDEBAR_PAGE_SIZE": 30,
+    "ALLOW_PUBLIC_LINKS": False,
+    # Outbound HTTP from tools
+    "OUTBOUND_ALLOWED_HOSTS": "",
+    "OUTBOUND_TIMEOUT_SECONDS": 15,
+    "OUTBOUND_MAX_BYTES": 2_000_000,
+    # Background jobs
+    "JOBS_IMMEDIATE": False,
+    "JOBS_WORKERS": 2,
+    # Knowledge and embeddings
+    "EMBEDDINGS": "minilm",
+    "EMBEDDINGS_URL": None,
+    "EMBEDDINGS_MODEL": None,
+    "EMBEDDINGS_API_KEY_ENV": None,
+    # Webhooks
+    "WEBHOOK_MAX_BYTES": 64 * 1024,
+}
+
+# Conventional 12-factor names, honoured next to their SKILLDESK_ spelling.
+CONVENTIONAL = ("DATABASE_URL", "REDIS_URL", "CHROMA_URL")
+
+
+def load(app: Flask, overrides: dict | None) -> None:
+    """Fill app.config: defaults, then SKILLDESK_* variables, then the overrides of a test."""
+    app.config.from_mapping(DEFAULTS)
+    app.config.from_mapping({name: os.environ.get(name) for name in CONVENTIONAL})
+    app.config.from_prefixed_env("SKILLDESK")
+    if overrides:
+        app.config.from_mapping(overrides)
+
+    instance = Path(app.instance_path)
+    instance.mkdir(parents=True, exist_ok=True)
+    app.config.setdefault("SECRET_KEY", _persistent_secret(instance / "secret_key"))
+    app.config.setdefault("SQLALCHEMY_DATABASE_URI", database_uri(app.config["DATABASE_URL"], instance))
+    app.config.setdefault("JOBS_SQLITE_PATH", str(instance / "jobs.sqlite3"))
+    app.config.setdefault("CHROMA_PATH", str(instance / "chroma"))
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {"pool_pre_ping": True}
+
+
+def database_uri(url: str | None, instance: Path) -> str:
+    """Return the SQLAlchemy URL: DATABASE_URL with the psycopg 3 driver, else SQLite in instance/."""
+    if not url:
+        return f"sqlite:///{instance / 'skilldesk.sqlite3'}"
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def _persistent_secret(path: Path) -> str:
+    """Generate the secret key once and keep it in instance/, readable by its owner only."""
+    if path.exists():
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(48)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process won the race
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key)
+    return key

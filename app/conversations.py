@@ -1,0 +1,78 @@
+"""Queries on conversations: the owner's getter, the sidebar page, search, export."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import abort
+from flask_login import current_user
+from sqlalchemy import or_
+
+from app.extensions import db
+from app.models import Conversation, Message
+
+
+def get_own_conversation(conversation_id: int) -> Conversation:
+    """Return the signed-in user's conversation, or 404 (the same answer for someone else's)."""
+    conversation = db.session.get(Conversation, conversation_id)
+    if conversation is None or conversation.user_id != current_user.id or conversation.deleted_at is not None:
+        abort(404)
+    return conversation
+
+
+def sidebar_query(user_id: int, search: str = ""):
+    """Select a user's conversations, newest first; never touches message bodies unless searching."""
+    query = (db.select(Conversation)
+             .where(Conversation.user_id == user_id, Conversation.deleted_at.is_(None))
+             .order_by(Conversation.updated_at.desc(), Conversation.id.desc()))
+    search = search.strip()
+    if search:
+        pattern = f"%{_escape_like(search)}%"
+        in_messages = db.select(Message.id).where(
+            Message.conversation_id == Conversation.id, Message.content.ilike(pattern, escape="\\"))
+        query = query.where(or_(Conversation.title.ilike(pattern, escape="\\"), in_messages.exists()))
+    return query
+
+
+def transcript(conversation: Conversation) -> list[Message]:
+    """Return the conversation's messages in order."""
+    return list(db.session.scalars(
+        db.select(Message).where(Message.conversation_id == conversation.id).order_by(Message.id)))
+
+
+def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
+    """Render the transcript as a Markdown document."""
+    lines = [f"# {conversation.display_title}", ""]
+    names = {"user": "You", "assistant": conversation.agent.name if conversation.agent else "Assistant",
+             "notice": "Note"}
+    for message in messages:
+        lines.append(f"## {names.get(message.role, message.role)} — {message.created_at:%Y-%m-%d %H:%M} UTC")
+        for step in message.steps or []:
+            lines.append(f"- tool `{step.get('name')}` {step.get('args')} → {(step.get('result') or '')[:500]}")
+        status = (message.meta or {}).get("status")
+        if status and status != "succeeded":
+            lines.append(f"_({status}: {(message.meta or {}).get('error') or ''})_")
+        lines.extend([message.content, ""])
+    return "\n".join(lines)
+
+
+def export_json(conversation: Conversation, messages: list[Message]) -> str:
+    """Render the transcript as JSON."""
+    data: dict[str, Any] = {
+        "id": conversation.id,
+        "title": conversation.title,
+        "agent": conversation.agent.name if conversation.agent else None,
+        "created_at": conversation.created_at.isoformat(),
+        "messages": [
+            {"id": m.id, "role": m.role, "content": m.content, "steps": m.steps or [], "meta": m.meta or {},
+             "input_tokens": m.input_tokens, "output_tokens": m.output_tokens,
+             "created_at": m.created_at.isoformat()}
+            for m in messages
+        ],
+    }
+    return json.dumps(data, ensure_ascii=False, indent=2)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

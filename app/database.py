@@ -1,0 +1,30 @@
+"""Engine settings that depend on the database: SQLite gets WAL, foreign keys and a busy timeout."""
+
+from __future__ import annotations
+
+from flask import Flask
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from app.extensions import db
+
+
+def init_app(app: Flask) -> None:
+    with app.app_context():
+        engine = db.engine
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def is_sqlite(engine: Engine | None = None) -> bool:
+    """Tell whether the app's database is SQLite."""
+    return (engine or db.engine).dialect.name == "sqlite"

@@ -1,0 +1,46 @@
+"""Account forms (Flask-WTF): the same rules for the browser, the CLI and the tests."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import BooleanField, EmailField, PasswordField, SelectField, StringField
+from wtforms.validators import DataRequired, Email, EqualTo, Length, ValidationError
+
+from app.extensions import db
+from app.models import ROLES, User
+
+PASSWORD_MIN = 10
+
+
+def _unique_email(form, field) -> None:
+    email = (field.data or "").strip().lower()
+    query = db.select(User.id).where(User.email == email)
+    if getattr(form, "user_id", None):
+        query = query.where(User.id != form.user_id)
+    if db.session.scalar(query) is not None:
+        raise ValidationError("An account with this e-mail already exists.")
+
+
+class SignInForm(FlaskForm):
+    email = EmailField("E-mail", validators=[DataRequired(), Length(max=254)])
+    password = PasswordField("Password", validators=[DataRequired(), Length(max=200)])
+    remember = BooleanField("Keep me signed in")
+
+
+class NewUserForm(FlaskForm):
+    name = StringField("Name", validators=[DataRequired(), Length(max=100)])
+    email = EmailField("E-mail", validators=[DataRequired(), Email(check_deliverability=False),
+                                             Length(max=254), _unique_email])
+    password = PasswordField("Password", validators=[
+        DataRequired(), Length(min=PASSWORD_MIN, max=200,
+                               message=f"Use between {PASSWORD_MIN} and 200 characters.")])
+    role = SelectField("Role", choices=[(r, r.title()) for r in ROLES], default="user")
+
+
+class SetupForm(NewUserForm):
+    confirm = PasswordField("Repeat password", validators=[DataRequired(), EqualTo("password", "The passwords differ.")])
+
+
+class EditUserForm(FlaskForm):
+    role = SelectField("Role", choices=[(r, r.title()) for r in ROLES])
+    active = BooleanField("Active")

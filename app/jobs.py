@@ -1,0 +1,105 @@
+"""Background jobs on huey: SqliteHuey in instance/ by default, RedisHuey with REDIS_URL, inline in tests.
+
+Tasks are declared at import time with `@jobs.task()` and bound to the app's huey instance in
+`init_app`, so the same task code runs on every backend and always inside an app context.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, current_app
+from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey
+from huey.consumer import Consumer
+
+log = logging.getLogger(__name__)
+
+
+class Jobs:
+    """Declare tasks once; bind them to each app's huey instance."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        self._periodic: dict[str, tuple[Callable[..., Any], Any]] = {}
+
+    def task(self, **options: Any) -> Callable[[Callable[..., Any]], TaskHandle]:
+        """Declare a background task; call `.delay(...)` on the result to queue it."""
+
+        def declare(fn: Callable[..., Any]) -> TaskHandle:
+            self._tasks[fn.__name__] = (fn, options)
+            return TaskHandle(fn.__name__, fn)
+
+        return declare
+
+    def periodic(self, schedule: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Declare a periodic task (a huey `crontab(...)` schedule)."""
+
+        def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._periodic[fn.__name__] = (fn, schedule)
+            return fn
+
+        return declare
+
+    def init_app(self, app: Flask) -> None:
+        huey = _make_huey(app)
+        bound: dict[str, Any] = {}
+        for name, (fn, options) in self._tasks.items():
+            bound[name] = huey.task(name=name, **options)(_in_app_context(app, fn))
+        for name, (fn, schedule) in self._periodic.items():
+            huey.periodic_task(schedule, name=name)(_in_app_context(app, fn))
+        app.extensions["jobs"] = JobQueue(huey, bound)
+
+
+class JobQueue:
+    """The app's huey instance and its bound tasks."""
+
+    def __init__(self, huey: Huey, tasks: dict[str, Any]) -> None:
+        self.huey = huey
+        self.tasks = tasks
+
+    def consumer(self, workers: int) -> Consumer:
+        """Return a consumer that runs in threads beside the web server."""
+        return EmbeddedConsumer(self.huey, workers=workers, worker_type="thread")
+
+
+class TaskHandle:
+    """What `@jobs.task()` returns: call it directly, or `.delay()` to queue it on the current app."""
+
+    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
+        self.name = name
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def delay(self, *args: Any, **kwargs: Any) -> Any:
+        """Queue the task; in immediate mode it runs before this returns."""
+        return current_app.extensions["jobs"].tasks[self.name](*args, **kwargs)
+
+
+class EmbeddedConsumer(Consumer):
+    """A consumer that leaves signal handling to the web server it runs beside."""
+
+    def _set_signal_handlers(self) -> None:
+        pass
+
+
+def _make_huey(app: Flask) -> Huey:
+    if app.config["JOBS_IMMEDIATE"]:
+        return MemoryHuey("skilldesk", immediate=True, results=False)
+    if app.config.get("REDIS_URL"):
+        return RedisHuey("skilldesk", url=app.config["REDIS_URL"], results=False)
+    return SqliteHuey("skilldesk", filename=app.config["JOBS_SQLITE_PATH"], results=False)
+
+
+def _in_app_context(app: Flask, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with app.app_context():
+            return fn(*args, **kwargs)
+
+    return run

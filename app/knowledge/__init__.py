@@ -1,0 +1,1 @@
+"""Knowledge: embeddings, the vector store, and (later) lexical search, chunking and hybrid search."""

@@ -1,0 +1,322 @@
+"""Vector store: Chroma collections embedded by our Embedder, on disk in instance/ or on a Chroma server."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import chromadb
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
+from chromadb.config import Settings
+from chromadb.errors import NotFoundError
+from chromadb.utils.embedding_functions import register_embedding_function
+
+from app.knowledge.embeddings import Embedder, embedder_from_config
+
+Metadata = Mapping[str, str | int | float | bool | None]
+Where = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A stored text with its id and metadata."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit(Record):
+    """A record found by meaning; `distance` is cosine distance (0 identical, 1 unrelated, 2 opposite)."""
+
+    distance: float = 0.0
+
+
+@register_embedding_function
+class SkilldeskEmbeddingFunction(EmbeddingFunction[Documents]):
+    """Chroma's side of an Embedder: Chroma embeds through it and never loads its own ONNX model."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    def __call__(self, input: Documents) -> Embeddings:  # Chroma checks that the parameter is named `input`
+        import numpy as np
+
+        return [np.asarray(vector, dtype=np.float32) for vector in self.embedder.embed(list(input))]
+
+    @staticmethod
+    def name() -> str:
+        """Name Chroma stores in each collection's configuration."""
+        return "skilldesk"
+
+    def get_config(self) -> dict[str, Any]:
+        """Return the settings Chroma stores with the collection (the key's variable name, never the key)."""
+        return dict(self.embedder.settings)
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> SkilldeskEmbeddingFunction:
+        """Rebuild from stored settings; Chroma calls this whenever it reads a collection's configuration."""
+        return SkilldeskEmbeddingFunction(embedder_from_config(config))
+
+    def default_space(self) -> Space:
+        """Compare by angle: both backends' vectors are meant for cosine similarity."""
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        """Spaces a collection embedded by this function may use."""
+        return ["cosine", "l2", "ip"]
+
+
+# --- collection names ------------------------------------------------------------------------------
+
+# Chroma wants 3-63 characters (3-512 on the embedded Rust backend; 63 keeps a name valid on every server)
+# from [a-zA-Z0-9._-], alphanumeric at both ends, no "..", not an IPv4 address.
+_MAX_NAME = 63
+_VALID_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]*[a-zA-Z0-9])?")
+
+
+def collection_name(name: str) -> str:
+    """Return `name` if Chroma accepts it, else a valid name made from it that no other name maps to."""
+    if _is_valid_name(name):
+        return name
+    # A suffix of the original's hash keeps "memory:user 1" and "memory-user-1" apart, which matters when
+    # collections separate people's data.
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    slug = re.sub(r"[^a-zA-Z0-9._-]+", "-", name)
+    slug = re.sub(r"\.{2,}", ".", slug).strip("._-")[: _MAX_NAME - len(digest) - 1].rstrip("._-")
+    return f"{slug}-{digest}" if slug else f"collection-{digest}"
+
+
+def _is_valid_name(name: str) -> bool:
+    if not 3 <= len(name) <= _MAX_NAME or not _VALID_NAME.fullmatch(name) or ".." in name:
+        return False
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        return True
+    return False
+
+
+# --- clients ---------------------------------------------------------------------------------------
+
+_clients: dict[str, ClientAPI] = {}
+_clients_lock = threading.Lock()
+
+
+def chroma_client(path: str | Path | None = None, url: str | None = None) -> ClientAPI:
+    """Return this process's Chroma client for a server URL, else for a directory; telemetry is always off."""
+    if url:
+        key = f"url:{url}"
+    elif path:
+        key = f"path:{Path(path).resolve()}"
+    else:
+        raise ValueError(
+            "Set CHROMA_PATH (a directory for the embedded store) or CHROMA_URL (a Chroma server)"
+        )
+    # One client per location: Chroma refuses a second client on the same path with different settings, and
+    # each client holds its own connections and caches.
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = _connect(key)
+    return client
+
+
+def _connect(key: str) -> ClientAPI:
+    settings = Settings(anonymized_telemetry=False)
+    kind, _, location = key.partition(":")
+    if kind == "path":
+        return chromadb.PersistentClient(path=location, settings=settings)
+    parts = urlsplit(location)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"CHROMA_URL must look like http://host:8000; got {location!r}")
+    ssl = parts.scheme == "https"
+    return chromadb.HttpClient(
+        host=parts.hostname, port=parts.port or (443 if ssl else 8000), ssl=ssl, settings=settings
+    )
+
+
+# --- the store -------------------------------------------------------------------------------------
+
+
+class VectorStore:
+    """Collections of texts found again by meaning; every name passes through `collection_name`.
+
+    Writes create a collection on first use; reads of a missing collection find nothing.
+    """
+
+    def __init__(self, client: ClientAPI, embedder: Embedder) -> None:
+        self.client = client
+        self.embedder = embedder
+        self._function = SkilldeskEmbeddingFunction(embedder)
+
+    def add(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """Store new texts; an id that already exists is an error (use `upsert` to replace)."""
+        self._write("add", collection, ids, texts, metadatas)
+
+    def upsert(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[Metadata] | None = None,
+    ) -> None:
+        """Store texts, replacing any with the same ids."""
+        self._write("upsert", collection, ids, texts, metadatas)
+
+    def query(self, collection: str, text: str, n: int = 5, where: Where | None = None) -> list[Hit]:
+        """Return up to `n` records nearest in meaning to `text`, nearest first, among those matching `where`.
+
+        Ranking is approximate (HNSW). With a very selective `where` (few matches in a large collection)
+        Chroma sometimes returns fewer hits than match, even none (upstream Chroma issue 5367): look records
+        up exactly with `get(where=...)`, and keep data that is always filtered the same way (one user's
+        memories) in a collection of its own rather than behind a filter.
+        """
+        if n < 1:
+            raise ValueError(f"n must be at least 1; got {n}")
+        found = self._collection(collection, create=False)
+        if found is None:
+            return []
+        result = found.query(
+            query_texts=[text],
+            n_results=n,
+            where=_where(where),
+            include=["documents", "metadatas", "distances"],
+        )
+        documents, metadatas, distances = (result[key][0] for key in ("documents", "metadatas", "distances"))
+        return [
+            Hit(id=id_, text=document or "", metadata=dict(metadata or {}), distance=float(distance))
+            for id_, document, metadata, distance in zip(
+                result["ids"][0], documents, metadatas, distances, strict=True
+            )
+        ]
+
+    def get(
+        self,
+        collection: str,
+        where: Where | None = None,
+        ids: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Return the records matching `ids` and `where` exactly (every record if neither is given)."""
+        found = self._collection(collection, create=False)
+        if found is None or (ids is not None and not ids):  # Chroma raises on an empty id list
+            return []
+        result = found.get(
+            ids=list(ids) if ids is not None else None,
+            where=_where(where),
+            limit=limit,
+            include=["documents", "metadatas"],
+        )
+        return [
+            Record(id=id_, text=document or "", metadata=dict(metadata or {}))
+            for id_, document, metadata in zip(
+                result["ids"], result["documents"], result["metadatas"], strict=True
+            )
+        ]
+
+    def count(self, collection: str) -> int:
+        """Return how many records a collection holds (0 if it does not exist)."""
+        found = self._collection(collection, create=False)
+        return found.count() if found is not None else 0
+
+    def delete(self, collection: str, ids: Sequence[str] | None = None, where: Where | None = None) -> None:
+        """Delete the records matching `ids` and `where`; use `drop` to remove a whole collection."""
+        if ids is None and not where:
+            # Refuse rather than guess: a missing filter must never come to mean "everything".
+            raise ValueError("Pass ids or where to delete records; drop() removes a whole collection")
+        found = self._collection(collection, create=False)
+        if found is None or (ids is not None and not ids):  # an empty id list matches nothing
+            return
+        found.delete(ids=list(ids) if ids is not None else None, where=_where(where))
+
+    def drop(self, collection: str) -> bool:
+        """Remove a collection and everything in it; return whether it existed."""
+        try:
+            self.client.delete_collection(collection_name(collection))
+        except NotFoundError:
+            return False
+        return True
+
+    def _write(
+        self,
+        operation: str,
+        collection: str,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[Metadata] | None,
+    ) -> None:
+        if len(ids) != len(texts) or (metadatas is not None and len(metadatas) != len(ids)):
+            raise ValueError("ids, texts and metadatas must have the same length")
+        if not ids:
+            return
+        target = self._collection(collection, create=True)
+        assert target is not None
+        write = getattr(target, operation)
+        # Chroma rejects an empty metadata dict; None means "no metadata".
+        cleaned = [dict(m) or None for m in metadatas] if metadatas is not None else [None] * len(ids)
+        # Chroma caps records per call (5461 on the embedded backend).
+        step = self.client.get_max_batch_size()
+        for start in range(0, len(ids), step):
+            end = start + step
+            write(ids=list(ids[start:end]), documents=list(texts[start:end]), metadatas=cleaned[start:end])
+
+    def _collection(self, collection: str, *, create: bool) -> Collection | None:
+        name = collection_name(collection)
+        if create:
+            found = self.client.get_or_create_collection(
+                name, embedding_function=self._function, configuration={"hnsw": {"space": "cosine"}}
+            )
+        else:
+            try:
+                found = self.client.get_collection(name, embedding_function=self._function)
+            except NotFoundError:
+                return None
+        self._check_embedder(found)
+        return found
+
+    def _check_embedder(self, collection: Collection) -> None:
+        # Chroma only compares embedding function names; vectors from another model (MiniLM, then an
+        # OpenAI-compatible model) would mix two spaces or fail on their length, so compare the settings.
+        stored = collection.configuration_json.get("embedding_function") or {}
+        if (
+            stored.get("name") == self._function.name()
+            and stored.get("config") != self._function.get_config()
+        ):
+            raise ValueError(
+                f"Collection {collection.name!r} was embedded with {stored.get('config')}, but this process "
+                f"embeds with {self._function.get_config()}: restore those EMBEDDINGS settings, or drop the "
+                "collection and add its texts again"
+            )
+
+
+def _where(where: Where | None) -> dict[str, Any] | None:
+    """Translate a filter for Chroma: empty means none, and several plain fields mean all of them."""
+    if not where:
+        return None  # Chroma rejects {}
+    if len(where) > 1 and not any(key.startswith("$") for key in where):
+        # Chroma accepts one field per filter; {"user": 1, "kind": "fact"} means both.
+        return {"$and": [{key: value} for key, value in where.items()]}
+    return dict(where)
+
+
+def store_from_config(config: Mapping[str, Any]) -> VectorStore:
+    """Return a store on CHROMA_URL if set, else on CHROMA_PATH, embedding with the configured embedder."""
+    client = chroma_client(path=config.get("CHROMA_PATH"), url=config.get("CHROMA_URL"))
+    return VectorStore(client, embedder_from_config(config))

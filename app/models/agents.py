@@ -1,0 +1,73 @@
+"""Agents and the model configurations they run on."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, ForeignKey, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.base import UTCDateTime, utcnow
+
+PROVIDERS = {
+    "offline": "Built-in offline model",
+    "openai": "OpenAI (Responses API)",
+    "openai-chat": "OpenAI (Chat Completions)",
+    "openai-compatible": "OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio)",
+    "anthropic": "Anthropic",
+    "groq": "Groq",
+}
+
+MODEL_ROLES = ("chat", "summary", "title", "utility")
+
+
+class ModelConfig(db.Model):
+    """A provider and a model; secrets stay in the environment variable it names."""
+
+    __tablename__ = "model_configs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+    provider: Mapped[str] = mapped_column(String(30))
+    model_name: Mapped[str] = mapped_column(String(120))
+    base_url: Mapped[str | None] = mapped_column(String(500))
+    api_key_env: Mapped[str | None] = mapped_column(String(100))
+    context_window: Mapped[int] = mapped_column(default=32_000)
+    max_tokens: Mapped[int | None]
+    temperature: Mapped[float | None]
+    timeout: Mapped[float] = mapped_column(default=60.0)
+    # Per-role overrides: {"title": {"max_tokens": 60, "temperature": 0.2, "timeout": 20}, ...}
+    profiles: Mapped[dict] = mapped_column(JSON, default=dict)
+    is_default: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"<ModelConfig {self.id} {self.provider}:{self.model_name}>"
+
+
+class Agent(db.Model):
+    """An agent as an admin configured it: instructions, model, audience and skills."""
+
+    __tablename__ = "agents"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+    description: Mapped[str] = mapped_column(String(300), default="")
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    model_config_id: Mapped[int | None] = mapped_column(ForeignKey("model_configs.id", ondelete="SET NULL"))
+    roles: Mapped[list] = mapped_column(JSON, default=lambda: ["admin", "user"])
+    # Ordered: [{"name": "clock", "config": {...}}, ...]
+    skills: Mapped[list] = mapped_column(JSON, default=list)
+    max_requests: Mapped[int] = mapped_column(default=25)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    model_config: Mapped[ModelConfig | None] = relationship()
+
+    def usable_by(self, user) -> bool:
+        """Tell whether the user's role may chat with this agent."""
+        return user.is_authenticated and user.role in (self.roles or [])
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.id} {self.name!r}>"

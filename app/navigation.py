@@ -1,0 +1,40 @@
+"""Navigation entries that areas add to the top bar (data tables, memories, runs, ...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Flask, request, url_for
+from flask_login import current_user
+
+
+@dataclass(frozen=True)
+class NavItem:
+    label: str
+    endpoint: str
+    roles: tuple[str, ...] = ("admin", "user", "guest")
+
+
+ITEMS: list[NavItem] = []
+
+
+def add(label: str, endpoint: str, roles: tuple[str, ...] = ("admin", "user", "guest")) -> None:
+    """Add an entry to the top bar for the given roles."""
+    if all(item.endpoint != endpoint for item in ITEMS):
+        ITEMS.append(NavItem(label, endpoint, roles))
+
+
+def init_app(app: Flask) -> None:
+    @app.context_processor
+    def navigation():
+        def extra_nav():
+            if not current_user.is_authenticated:
+                return []
+            return [
+                {"label": item.label, "url": url_for(item.endpoint),
+                 "current": request.endpoint == item.endpoint}
+                for item in ITEMS
+                if current_user.role in item.roles and item.endpoint in app.view_functions
+            ]
+
+        return {"extra_nav": extra_nav}

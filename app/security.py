@@ -1,0 +1,99 @@
+"""Who may ask: sign-in by default, public endpoints by exception, roles by decorator; security headers."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, abort, current_app, g, jsonify, redirect, request, url_for
+from flask_login import current_user
+
+from app.extensions import db, login_manager
+from app.models import User
+
+PUBLIC_ATTR = "_skilldesk_public"
+
+CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; object-src 'none'"
+)
+
+
+def public(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a view as reachable without signing in."""
+    setattr(view, PUBLIC_ATTR, True)
+    return view
+
+
+def roles_required(*roles: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Allow the view only to signed-in users whose role is one of `roles` (403 otherwise)."""
+
+    def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if current_user.role not in roles:
+                abort(403)
+            return view(*args, **kwargs)
+
+        guarded._skilldesk_roles = roles  # read by the route/role test and the docs
+        return guarded
+
+    return decorate
+
+
+admin_required = roles_required("admin")
+member_required = roles_required("admin", "user")
+
+
+@login_manager.user_loader
+def load_user(user_id: str) -> User | None:
+    # Loaded on every request, so a changed role or a deactivated account applies at once.
+    user = db.session.get(User, int(user_id))
+    return user if user is not None and user.active else None
+
+
+@login_manager.unauthorized_handler
+def unauthorized() -> Any:
+    if wants_json():
+        return jsonify(error="unauthorized", message="Sign in first."), 401
+    return redirect(url_for("auth.login", next=request.full_path if request.method == "GET" else None))
+
+
+def wants_json() -> bool:
+    """Tell whether the client asked for JSON rather than a page."""
+    return request.blueprint == "api" or (
+        request.accept_mimetypes.best == "application/json" and not request.headers.get("HX-Request")
+    )
+
+
+def init_app(app: Flask) -> None:
+    login_manager.login_view = "auth.login"
+    login_manager.session_protection = "strong"
+    app.before_request(_require_sign_in)
+    app.after_request(_security_headers)
+
+
+def _require_sign_in() -> Any:
+    view = current_app.view_functions.get(request.endpoint or "")
+    if view is None or getattr(view, PUBLIC_ATTR, False):
+        return None
+    if not current_user.is_authenticated:
+        if _no_users_yet():
+            return redirect(url_for("auth.setup"))
+        return unauthorized()
+    return None
+
+
+def _no_users_yet() -> bool:
+    if "no_users" not in g:
+        g.no_users = db.session.query(User.id).first() is None
+    return g.no_users
+
+
+def _security_headers(response):
+    response.headers.setdefault("Content-Security-Policy", CSP)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    return response

@@ -1,0 +1,246 @@
+"""Compaction: long-running agents keep working instead of failing on the context window.
+
+Old tool results are cleared and, if that is not enough, the middle of the conversation is replaced by
+one summary. What the user sees in the chat is never changed; only what the model is given.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
+from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError, RetryModelRequest
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model, ModelRequestContext
+
+from app.agents.compaction import CompactionResult, Summarizer, compact, estimate_tokens, threshold_target
+from app.agents.providers import ModelSpec, build_model
+from app.agents.runtime import model_spec_for
+from app.extensions import db
+from app.models import Agent, Conversation, ModelConfig
+from app.skills.registry import Skill, SkillContext
+
+log = logging.getLogger(__name__)
+
+# The 400 answers pydantic-ai does not classify: llama.cpp, Ollama and other OpenAI-compatible servers.
+OVERFLOW_TEXT = re.compile(
+    r"exceed_context_size|context[ _-]?(length|size|window)|maximum context|prompt (is )?too long"
+    r"|input (is )?too long|too many (input )?tokens|exceeds? (the )?(available )?context",
+    re.IGNORECASE,
+)
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    compact_above: int = Field(100_000, ge=1_000, title="Compact above")
+    """The size, in tokens, at which the conversation gets shortened. Set it below the context window of the
+    model you are using - 100,000 is a safe start for a 200,000 token model. A token is roughly four characters."""
+
+    how_to_shorten: Literal["both", "clear", "summarize"] = Field("both", title="How to shorten")
+    """Whether to clear old tool results, summarize older messages, or both. Both is recommended."""
+
+    keep_recent_tool_results: int = Field(10_000, ge=0, title="Keep recent tool results")
+    """How much of the newest tool output (tokens) is never cleared. The results of whatever the agent is
+    working on right now are always kept, whatever this is set to."""
+
+    minimum_worth_clearing: int = Field(5_000, ge=0, title="Minimum worth clearing")
+    """Nothing is cleared unless doing so frees at least this many tokens, so the agent does not lose data
+    for a negligible gain."""
+
+    keep_recent_messages: int = Field(20_000, ge=0, title="Keep recent messages")
+    """How much of the most recent conversation (tokens) is kept word for word and never replaced by the
+    summary."""
+
+    summary_instructions: str = Field("", max_length=2_000, title="Summary instructions")
+    """Optional. What the summary must always pay attention to for this agent, for example which
+    identifiers must never be lost."""
+
+    summarize_with: int | None = Field(None, ge=1, title="Summarize with")
+    """Optional. The id of a different, usually cheaper, model configuration to write the summary with."""
+
+    summary_model: str | None = Field(None, max_length=120, title="Summary model")
+    """Optional. Use a different model for the summary only (a model name of the configuration used)."""
+
+    tool_result_size_in_summary: int = Field(2_000, ge=100, title="Tool result size in summary")
+    """How much of each tool result (characters) is shown to the summarizer before it is cut short."""
+
+    total_size_in_summary: int = Field(120_000, ge=2_000, title="Total size in summary")
+    """The limit, in characters, on the whole conversation handed to the summarizer. That request has to fit
+    in the context window as well."""
+
+    allow_compact: bool = Field(True, title="Allow /compact")
+    """Whether the user may shorten the conversation on demand by typing /compact."""
+
+    show_notice: bool = Field(True, title="Show a notice")
+    """Whether to tell the user in the chat that the conversation was shortened."""
+
+    keep_record: bool = Field(False, title="Keep a record")
+    """Whether to store what was summarized away, for looking at afterwards. It is not shown to the user or
+    to the agent."""
+
+    @field_validator("keep_recent_tool_results", "keep_recent_messages")
+    @classmethod
+    def below_threshold(cls, value: int, info: ValidationInfo) -> int:
+        above = info.data.get("compact_above")
+        if above is not None and value >= above:
+            raise ValueError(f"Keep this below Compact above ({above:,}), or nothing could ever be shortened.")
+        return value
+
+
+def is_context_overflow(error: Exception) -> bool:
+    """Tell whether a provider rejected a request for being larger than the context window."""
+    if isinstance(error, ModelContextWindowExceededError):
+        return True
+    if isinstance(error, ModelHTTPError) and error.status_code in (400, 413):
+        body = error.body if isinstance(error.body, str) else json.dumps(error.body, default=str)
+        return bool(OVERFLOW_TEXT.search(f"{body} {error.provider_error_code or ''}"))
+    return False
+
+
+@dataclass
+class Compaction(AbstractCapability[Any]):
+    """Compact inline only when the next request would not fit, and retry once when the provider overflows.
+
+    Threshold compaction ("Compact above") runs after the reply as a job, so users never wait for it.
+    """
+
+    config: Config
+    summary_spec: ModelSpec | None = None
+    # Every compaction of the run, for the notice and the record; shared with the per-run copies.
+    results: list[CompactionResult] = field(default_factory=list)
+    _history: ProcessHistory = field(init=False, repr=False)
+    _retried_steps: set[int] = field(init=False, default_factory=set, repr=False)
+    _pending: list[ModelMessage] | None = field(init=False, default=None, repr=False)
+    _overhead: int = field(init=False, default=0, repr=False)
+    _summarizer: Summarizer | None = field(init=False, default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # The history hook itself is pydantic-ai's: it replaces the request's and the run's messages alike.
+        self._history = ProcessHistory(self.shorten_if_needed)
+
+    async def for_run(self, ctx: RunContext[Any]) -> Compaction:
+        return replace(self)
+
+    async def before_model_request(self, ctx: RunContext[Any],
+                                   request_context: ModelRequestContext) -> ModelRequestContext:
+        self._overhead = _request_overhead(request_context)
+        return await self._history.before_model_request(ctx, request_context)
+
+    async def shorten_if_needed(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
+        """Compact inline only when the request would not fit the context window otherwise."""
+        limit = request_limit(ctx.model, ctx.model_settings)
+        if limit is None or estimate_tokens(messages) + self._overhead <= limit:
+            return messages
+        target = min(threshold_target(self.config), limit - self._overhead)
+        result = await compact(messages, self.config, self._summarizer_for(ctx), target=target)
+        if estimate_tokens(result.messages) + self._overhead > limit:
+            result = _merge(result, await compact(result.messages, self.config, self._summarizer_for(ctx),
+                                                  target=target, aggressive=True, force_summary=True))
+        return self._keep(result, messages)
+
+    async def prepare_model_request(self, ctx: RunContext[Any],
+                                    request_context: ModelRequestContext) -> ModelRequestContext:
+        # An attempt starts again from the history before the error: the retry must send the shortened one.
+        if self._pending is not None:
+            request_context.messages, self._pending = list(self._pending), None
+        return request_context
+
+    async def on_model_request_error(self, ctx: RunContext[Any], *, request_context: ModelRequestContext,
+                                     error: Exception) -> Any:
+        if not is_context_overflow(error) or ctx.run_step in self._retried_steps:
+            raise error
+        self._retried_steps.add(ctx.run_step)
+        messages = list(ctx.messages)
+        limit = request_limit(ctx.model, ctx.model_settings)
+        target = min(threshold_target(self.config), estimate_tokens(messages) // 2, *([limit] if limit else []))
+        result = await compact(messages, self.config, self._summarizer_for(ctx), target=target, aggressive=True,
+                               force_summary=True)
+        if not result.changed:
+            raise error
+        ctx.messages[:] = self._pending = self._keep(result, messages)
+        log.info("context overflow: compacted %s → %s tokens, retrying once", result.tokens_before,
+                 result.tokens_after)
+        raise RetryModelRequest()
+
+    def _keep(self, result: CompactionResult, original: list[ModelMessage]) -> list[ModelMessage]:
+        if not result.changed:
+            return original
+        self.results.append(result)
+        return result.messages
+
+    def _summarizer_for(self, ctx: RunContext[Any]) -> Summarizer:
+        if self._summarizer is None:
+            if self.summary_spec is not None:
+                self._summarizer = Summarizer(build_model(self.summary_spec), self.summary_spec.settings("summary"))
+            else:
+                self._summarizer = Summarizer(ctx.model)
+        return self._summarizer
+
+
+def request_limit(model: Model, settings: Any) -> int | None:
+    """Return the largest request that fits the model's context window, leaving room for the answer."""
+    window = model.context_window
+    if not window:
+        return None
+    reserve = max((settings or {}).get("max_tokens") or 0, window // 10)
+    return max(window - reserve, window // 2)
+
+
+def _request_overhead(request_context: ModelRequestContext) -> int:
+    """Estimate the tokens of the tool definitions and instructions a request carries besides its messages."""
+    parameters = request_context.model_request_parameters
+    tools = [{"name": t.name, "description": t.description, "parameters": t.parameters_json_schema}
+             for t in parameters.function_tools]
+    instructions = sum(len(part.content) for part in parameters.instruction_parts or ())
+    return (len(json.dumps(tools, default=str)) + instructions) // 4
+
+
+def _merge(first: CompactionResult, second: CompactionResult) -> CompactionResult:
+    """Report two passes as one."""
+    second.tokens_before = first.tokens_before
+    second.cleared_count += first.cleared_count
+    second.error = second.error or first.error
+    return second
+
+
+def summary_spec_for(config: Config, agent_spec: ModelSpec | None) -> ModelSpec | None:
+    """Return the configuration summaries are written with; None means the run's own model (in an app context).
+
+    A "Summarize with" configuration that no longer exists falls back to the agent's model, with a warning.
+    """
+    spec = agent_spec
+    if config.summarize_with is not None:
+        model_config = db.session.get(ModelConfig, config.summarize_with)
+        if model_config is None:
+            log.warning("compaction: model configuration %s no longer exists; summarizing with the agent's model",
+                        config.summarize_with)
+        else:
+            spec = ModelSpec.of(model_config)
+    if config.summary_model and spec is not None:
+        spec = replace(spec, model_name=config.summary_model)
+    return spec
+
+
+def build(config: Config, ctx: SkillContext) -> Compaction:
+    spec = None
+    if ctx.app is not None and (config.summarize_with is not None or config.summary_model):
+        with ctx.app_context():
+            spec = summary_spec_for(config, _agent_spec(ctx))
+    return Compaction(config=config, summary_spec=spec)
+
+
+def _agent_spec(ctx: SkillContext) -> ModelSpec | None:
+    agent = db.session.get(Agent, ctx.agent_id) if ctx.agent_id else None
+    conversation = db.session.get(Conversation, ctx.conversation_id) if ctx.conversation_id else None
+    return model_spec_for(agent, conversation) if agent is not None else None
+
+
+skill = Skill(name="compaction", title="Compaction", config=Config, build=build, description=__doc__.strip(),
+              gives_tools=False)

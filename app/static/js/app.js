@@ -1,0 +1,69 @@
+// Skilldesk's own JavaScript: small behaviours htmx does not cover. Pages work without it.
+(function () {
+  "use strict";
+
+  // Enter sends, Shift+Enter adds a line.
+  document.addEventListener("keydown", function (event) {
+    var area = event.target;
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && area.matches("[data-enter-submits]")) {
+      event.preventDefault();
+      if (area.value.trim()) area.form.requestSubmit();
+    }
+  });
+
+  // Confirm destructive forms.
+  document.addEventListener("submit", function (event) {
+    var form = event.target.closest("[data-confirm]");
+    if (form && !window.confirm(form.getAttribute("data-confirm"))) event.preventDefault();
+  }, true);
+
+  document.addEventListener("click", function (event) {
+    var dismiss = event.target.closest("[data-dismiss]");
+    if (dismiss) dismiss.parentElement.closest(".alert, .dialog").remove();
+    var copy = event.target.closest("[data-copy]");
+    if (copy) {
+      var source = document.querySelector(copy.getAttribute("data-copy"));
+      navigator.clipboard.writeText(source.value || source.textContent).then(function () { copy.textContent = "Copied"; });
+    }
+    var code = event.target.closest(".copy-code");
+    if (code) {
+      navigator.clipboard.writeText(code.parentElement.querySelector("code").textContent).then(function () { code.textContent = "Copied"; });
+    }
+    var theme = event.target.closest("[data-theme-toggle]");
+    if (theme) {
+      var root = document.documentElement;
+      var dark = root.dataset.theme === "dark" || (root.dataset.theme !== "light" && matchMedia("(prefers-color-scheme: dark)").matches);
+      root.dataset.theme = dark ? "light" : "dark";
+      try { localStorage.setItem("skilldesk-theme", root.dataset.theme); } catch (e) { /* private mode */ }
+    }
+  });
+
+  try {
+    var saved = localStorage.getItem("skilldesk-theme");
+    if (saved) document.documentElement.dataset.theme = saved;
+  } catch (e) { /* private mode */ }
+
+  // Copy buttons on code blocks of rendered answers.
+  function decorate(root) {
+    root.querySelectorAll(".markdown pre").forEach(function (pre) {
+      if (pre.querySelector(".copy-code")) return;
+      var button = document.createElement("button");
+      button.type = "button"; button.className = "copy-code"; button.textContent = "Copy";
+      pre.appendChild(button);
+    });
+  }
+
+  function scrollTranscript() {
+    var transcript = document.getElementById("transcript");
+    if (transcript) transcript.scrollTop = transcript.scrollHeight;
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { decorate(document); scrollTranscript(); });
+  document.addEventListener("htmx:afterSettle", function (event) { decorate(event.target); });
+  document.addEventListener("htmx:sseMessage", scrollTranscript);
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (event.target.id === "transcript") scrollTranscript();
+    var composer = document.getElementById("composer-text");
+    if (event.detail.requestConfig && event.detail.requestConfig.elt && event.detail.requestConfig.elt.id === "composer" && composer) composer.focus();
+  });
+})();

@@ -1,0 +1,36 @@
+"""Encode stored run events for the browser: HTML fragments for the htmx view."""
+
+from __future__ import annotations
+
+from flask import render_template
+from markupsafe import escape
+
+from app.extensions import db
+from app.models import Conversation, Message, RunEvent
+
+
+def sse(event_id: int, event: str, data: str) -> str:
+    """Frame one server-sent event (LF line endings; one data line per line of payload)."""
+    lines = "".join(f"data: {line}\n" for line in (data.splitlines() or [""]))
+    return f"id: {event_id}\nevent: {event}\n{lines}\n"
+
+
+def encode_html(event: RunEvent, run_id: str) -> str:
+    """Render one run event as the HTML fragment its sse-swap target expects."""
+    data = event.data or {}
+    if event.type == "text":
+        return f"<span>{escape(data.get('delta', ''))}</span>"
+    if event.type in ("tool_call", "tool_result"):
+        step = {"id": data.get("id"), "name": data.get("name"), "args": data.get("args"),
+                "result": data.get("result"), "failed": data.get("failed", False)}
+        return render_template("chat/_step.html", step=step, run_id=run_id,
+                               oob=event.type == "tool_result", live=True)
+    if event.type == "end":
+        message = db.session.get(Message, data.get("message_id")) if data.get("message_id") else None
+        if message is None:
+            return f'<div class="alert error">{escape(data.get("error") or "The run ended.")}</div>'
+        conversation = db.session.get(Conversation, message.conversation_id)
+        return render_template("chat/_message.html", message=message, conversation=conversation, ended=True)
+    if event.type == "notice":
+        return f'<p class="notice">{escape(data.get("text", ""))}</p>'
+    return f"<span hidden>{escape(event.type)}</span>"

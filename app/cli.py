@@ -7,6 +7,7 @@ import logging
 import click
 from flask import Flask, current_app
 from flask.cli import with_appcontext
+from werkzeug.serving import run_simple
 
 from app.accounts import create_user
 from app.agents.runtime import recover_interrupted
@@ -56,7 +57,7 @@ def serve_command(host: str, port: int) -> None:
     consumer.start()
     click.echo(f"Skilldesk is serving on http://{host}:{port}/ (Ctrl+C to stop)")
     try:
-        app.run(host=host, port=port, threaded=True, use_reloader=False, debug=False)
+        run_simple(host, port, app, threaded=True, use_reloader=False, use_debugger=False)
     finally:
         consumer.stop(graceful=False)
 

@@ -50,11 +50,14 @@ def load(app: Flask, overrides: dict | None) -> None:
 
     instance = Path(app.instance_path)
     instance.mkdir(parents=True, exist_ok=True)
-    app.config.setdefault("SECRET_KEY", _persistent_secret(instance / "secret_key"))
+    if not app.config.get("SECRET_KEY"):  # Flask's own default is None
+        app.config["SECRET_KEY"] = _persistent_secret(instance / "secret_key")
     app.config.setdefault("SQLALCHEMY_DATABASE_URI", database_uri(app.config["DATABASE_URL"], instance))
     app.config.setdefault("JOBS_SQLITE_PATH", str(instance / "jobs.sqlite3"))
     app.config.setdefault("CHROMA_PATH", str(instance / "chroma"))
-    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {"pool_pre_ping": True}
+    # A pre-ping guards against dropped server connections; SQLite has none, so skip the round trip.
+    uri = app.config["SQLALCHEMY_DATABASE_URI"]
+    app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {} if uri.startswith("sqlite") else {"pool_pre_ping": True})
 
 
 def database_uri(url: str | None, instance: Path) -> str:

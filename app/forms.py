@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, PasswordField, SelectField, StringField
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Email, EqualTo, Length, ValidationError
 
 from app.extensions import db
@@ -34,7 +35,7 @@ class NewUserForm(FlaskForm):
     password = PasswordField("Password", validators=[
         DataRequired(), Length(min=PASSWORD_MIN, max=200,
                                message=f"Use between {PASSWORD_MIN} and 200 characters.")])
-    role = SelectField("Role", choices=[(r, r.title()) for r in ROLES], default="user")
+    role = SelectField("Role", choices=[SelectChoice(r, r.title()) for r in ROLES], default="user")
 
 
 class SetupForm(NewUserForm):
@@ -42,5 +43,5 @@ class SetupForm(NewUserForm):
 
 
 class EditUserForm(FlaskForm):
-    role = SelectField("Role", choices=[(r, r.title()) for r in ROLES])
+    role = SelectField("Role", choices=[SelectChoice(r, r.title()) for r in ROLES])
     active = BooleanField("Active")

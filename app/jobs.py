@@ -7,6 +7,7 @@ Tasks are declared at import time with `@jobs.task()` and bound to the app's hue
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,11 @@ from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey
 from huey.consumer import Consumer
 
 log = logging.getLogger(__name__)
+
+# Modules that declare tasks; imported before binding so every task exists on every backend.
+TASK_MODULES: tuple[str, ...] = (
+    "app.agents.titles",
+)
 
 
 class Jobs:
@@ -44,6 +50,8 @@ class Jobs:
         return declare
 
     def init_app(self, app: Flask) -> None:
+        for module in TASK_MODULES:
+            importlib.import_module(module)
         huey = _make_huey(app)
         bound: dict[str, Any] = {}
         for name, (fn, options) in self._tasks.items():

@@ -301,14 +301,15 @@ class _TextExtractor(HTMLParser):
         self.links: list[tuple[str | None, int]] = []
 
     def _emit(self, text: str) -> None:
+        if not self.preformatted and (self.breaks or not self.parts or self.parts[-1].endswith((" ", "\n"))):
+            text = text.lstrip(" ")
+        if not text:
+            return  # whitespace between blocks must not spend the breaks the next block owes
         if self.breaks and self.parts:
             self.parts[-1] = self.parts[-1].rstrip(" ")
             self.parts.append("\n" * self.breaks)
-        if not self.preformatted and (self.breaks or not self.parts or self.parts[-1].endswith((" ", "\n"))):
-            text = text.lstrip(" ")
         self.breaks = 0
-        if text:
-            self.parts.append(text)
+        self.parts.append(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _SKIP_TAGS or self.skipping:

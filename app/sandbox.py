@@ -4,7 +4,8 @@ Each call gets a fresh V8 isolate (mini-racer) in a pooled child process, with a
 memory cap; a child that overran either is killed, never reused. JavaScript sees no `require`,
 `process`, `fetch`, files or sockets: only `console` (captured) and `skilldesk.<name>(...)`, one
 async function per Python callback the caller offers, bridged over the child's pipe. Arguments,
-results and callback traffic are JSON.
+results and callback traffic are JSON. Children start with "spawn", so a script that runs this must
+guard its entry point with `if __name__ == "__main__":` (gunicorn, flask and pytest do).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ class SandboxLimits:
     """Wall-clock seconds for the whole call, time spent in callbacks included."""
     max_memory: int = 64 * 1024 * 1024
     """Bytes of V8 heap; ArrayBuffers are capped by a process data limit of twice this plus 128 MiB."""
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0 or self.max_memory <= 0:  # mini-racer reads a memory limit of 0 as "none"
+            raise ValueError("SandboxLimits needs a positive timeout and max_memory.")
 
 
 @dataclass
@@ -78,14 +83,11 @@ _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 # Runs first in each isolate. `__skilldeskFinish` hands the outcome to Python through `done`, a
 # notification: awaiting a JS promise from Python would block on an isolate that is still busy.
 _PRELUDE = f"""(bridge, done, namesJson) => {{
-  "use strict";
   delete globalThis.WebAssembly;  // its memory lives outside the V8 heap, past max_memory
   const logs = [];
   let logged = 0;
-  const show = (v) => {{
-    if (typeof v === "string") return v;
-    try {{ return JSON.stringify(v) ?? String(v); }} catch {{ return String(v); }}
-  }};
+  const show = (v) => {{ try {{ return typeof v === "string" ? v : JSON.stringify(v) ?? String(v); }}
+    catch {{ return String(v); }} }};
   const log = (...values) => {{
     if (logged > {_LOG_CAP}) return;
     const line = values.map(show).join(" ");
@@ -93,38 +95,36 @@ _PRELUDE = f"""(bridge, done, namesJson) => {{
     logs.push(logged > {_LOG_CAP} ? "[console output truncated]" : line);
   }};
   globalThis.console = Object.freeze({{ log, info: log, warn: log, error: log, debug: log }});
-  const api = {{}};
-  for (const name of JSON.parse(namesJson)) {{
-    api[name] = async (...args) => {{
+  globalThis.skilldesk = Object.freeze(Object.fromEntries(JSON.parse(namesJson).map((name) => [name,
+    async (...args) => {{
       const reply = JSON.parse(await bridge(name, JSON.stringify(args)));
       if ("error" in reply) throw new Error(reply.error);
       return reply.value;
-    }};
-  }}
-  globalThis.skilldesk = Object.freeze(api);
-  const line = (e) => Number(/{re.escape(_SCRIPT_URL)}:(\\d+)/.exec(String(e?.stack))?.[1]) || null;
+    }}])));
   const fail = (e) => {{
     let error = "uncaught exception";
     try {{ error = e instanceof Error ? `${{e.name}}: ${{e.message}}` : String(e); }} catch {{}}
-    return JSON.stringify({{ error, line: line(e), logs }});
+    const line = Number(/{re.escape(_SCRIPT_URL)}:(\\d+)/.exec(String(e?.stack))?.[1]) || null;
+    return JSON.stringify({{ error, line, logs }});
   }};
-  const ok = (value) => {{
-    try {{ return JSON.stringify({{ value: value ?? null, logs }}); }} catch (e) {{ return fail(e); }}
-  }};
-  Object.defineProperty(globalThis, "__skilldeskFinish", {{
-    value: (promise) => {{ promise.then(ok, fail).then(done); }},
-  }});
+  const ok = (value) => {{ try {{ return JSON.stringify({{ value, logs }}); }}
+    catch (e) {{ return fail(e); }} }};
+  const finish = (promise) => {{ promise.then(ok, fail).then(done); }};
+  Object.defineProperty(globalThis, "__skilldeskFinish", {{ value: finish }});
 }}
 //# sourceURL=skilldesk-prelude.js"""
 
 
-async def run_script(
-    code: str, *, limits: SandboxLimits | None = None, callbacks: dict[str, Callable[..., Any]] | None = None
-) -> SandboxResult:
-    """Run model-written code as the body of an async function and return what it `return`s.
+Callbacks = dict[str, Callable[..., Any]]
+"""Offered to JavaScript as `skilldesk.<name>`: plain functions run in a thread, async ones on the loop."""
 
-    `await` works at the top level; `skilldesk.<name>(...)` calls an offered callback. A script
-    without a `return` yields None. The value must be JSON-serialisable.
+
+async def run_script(
+    code: str, *, limits: SandboxLimits | None = None, callbacks: Callbacks | None = None
+) -> SandboxResult:
+    """Run model-written code as the body of an async function; its `return` value is the result.
+
+    Top-level `await` works; no `return` gives None; the value must be JSON-serialisable.
     """
     # The opening wrapper shares line 1 with the code, so error lines match the script's own.
     wrapped = f"__skilldeskFinish((async () => {{{code}\n}})())\n//# sourceURL={_SCRIPT_URL}"
@@ -136,7 +136,7 @@ async def run_function(
     args: dict[str, Any],
     *,
     limits: SandboxLimits | None = None,
-    callbacks: dict[str, Callable[..., Any]] | None = None,
+    callbacks: Callbacks | None = None,
     params: Iterable[str] | None = None,
 ) -> SandboxResult:
     """Call an admin-written async function body with its declared parameters bound to `args`.
@@ -176,7 +176,7 @@ _idle: list[_Worker] = []
 _idle_lock = threading.Lock()  # callers may sit on different event loops and threads
 
 
-async def _run(code: str, limits: SandboxLimits, callbacks: dict[str, Callable[..., Any]]) -> SandboxResult:
+async def _run(code: str, limits: SandboxLimits, callbacks: Callbacks) -> SandboxResult:
     worker = await _acquire()
     reply: tuple[Any, ...] = ("cancelled",)
     try:
@@ -187,7 +187,7 @@ async def _run(code: str, limits: SandboxLimits, callbacks: dict[str, Callable[.
     if kind == "done":
         envelope = json.loads(rest[0])
         if "error" not in envelope:
-            return SandboxResult(envelope["value"], envelope["logs"])
+            return SandboxResult(envelope.get("value"), envelope["logs"])
         # The data cap makes big ArrayBuffers fail this way rather than crash the child.
         if not envelope["error"].startswith("RangeError: Array buffer allocation failed"):
             raise ScriptError(envelope["error"], envelope["line"], envelope["logs"])
@@ -217,13 +217,11 @@ async def _acquire() -> _Worker:
     worker = _Worker(process, parent_end)
     try:
         with _reading(parent_end) as inbox:
-            ready = await asyncio.wait_for(inbox.get(), _START_TIMEOUT)
+            if await asyncio.wait_for(inbox.get(), _START_TIMEOUT) != ("ready",):
+                raise SandboxError("The sandbox process failed to start; see its stderr.")
     except BaseException:
         worker.discard()
         raise
-    if ready[0] != "ready":
-        worker.discard()
-        raise SandboxError("The sandbox process failed to start; see its stderr.")
     return worker
 
 
@@ -257,7 +255,7 @@ def _reading(conn: Connection) -> Iterator[asyncio.Queue[tuple[Any, ...]]]:
 
 
 async def _exchange(
-    worker: _Worker, code: str, limits: SandboxLimits, callbacks: dict[str, Callable[..., Any]]
+    worker: _Worker, code: str, limits: SandboxLimits, callbacks: Callbacks
 ) -> tuple[Any, ...]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limits.timeout + _GRACE
@@ -276,10 +274,7 @@ async def _exchange(
                     return ("dead", worker.process.exitcode)
                 if message[0] != "call":
                     return message
-                _, call_id, name, args_json = message
-                task = asyncio.create_task(
-                    _answer(worker.conn, call_id, callbacks.get(name), name, args_json, one_sync_call)
-                )
+                task = asyncio.create_task(_answer(worker.conn, message, callbacks, one_sync_call))
                 answering.add(task)
                 task.add_done_callback(answering.discard)
         finally:
@@ -289,15 +284,11 @@ async def _exchange(
 
 
 async def _answer(
-    conn: Connection,
-    call_id: int,
-    callback: Callable[..., Any] | None,
-    name: str,
-    args_json: str,
-    one_sync_call: asyncio.Lock,
+    conn: Connection, call: tuple[Any, ...], callbacks: Callbacks, one_sync_call: asyncio.Lock
 ) -> None:
+    _, call_id, name, args_json = call
     try:
-        if callback is None:
+        if (callback := callbacks.get(name)) is None:
             raise LookupError(f"skilldesk.{name} is not offered to this script")
         args = json.loads(args_json)
         if inspect.iscoroutinefunction(callback):
@@ -330,17 +321,11 @@ def _child_main(conn: Connection) -> None:
             return
         if message[0] == "run":  # anything else is a late answer to a call whose run is over
             _, code, names, timeout, max_memory = message
-            _cap_process_memory(max_memory)
+            # ArrayBuffers live outside the V8 heap that max_memory caps: cap the data segment too.
+            with open("/proc/self/status") as status:
+                used = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:"))
+            resource.setrlimit(resource.RLIMIT_DATA, (used + 2 * max_memory + 2**27, resource.RLIM_INFINITY))
             conn.send(asyncio.run(_child_run(conn, code, names, timeout, max_memory)))
-
-
-def _cap_process_memory(max_memory: int) -> None:
-    """Cap the process's data segment: ArrayBuffers live outside the V8 heap that max_memory caps."""
-    with open("/proc/self/status") as status:
-        used = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:"))
-    resource.setrlimit(
-        resource.RLIMIT_DATA, (used + 2 * max_memory + 128 * 1024 * 1024, resource.RLIM_INFINITY)
-    )
 
 
 async def _child_run(conn: Connection, code: str, names: list[str], timeout: float, max_memory: int) -> tuple:

@@ -76,7 +76,7 @@ def init_app(app: Flask) -> None:
 
 def _require_sign_in() -> Any:
     view = current_app.view_functions.get(request.endpoint or "")
-    if view is None or getattr(view, PUBLIC_ATTR, False):
+    if view is None or request.endpoint == "static" or getattr(view, PUBLIC_ATTR, False):
         return None
     if not current_user.is_authenticated:
         if _no_users_yet():

@@ -371,6 +371,14 @@ def test_html_to_text_drops_script_style_nav_and_noscript() -> None:
     assert "a relative one (/relative)" in text  # without a base URL the link stays as written
 
 
+def test_html_to_text_blocks_and_tables() -> None:
+    html = (
+        "<div><span>a</span> <span>b</span></div>\n  <div>c</div>"
+        "<table><tr><th>x</th><th>y</th></tr>\n<tr><td>1</td><td>2</td></tr></table>"
+    )
+    assert html_to_text(html, 100) == "a b\nc\n\nx | y\n1 | 2"
+
+
 def test_html_to_text_limit() -> None:
     text = html_to_text("<p>" + "word " * 100 + "</p>", 50)
     assert len(text) <= 50

@@ -45,6 +45,12 @@ def test_function_binds_declared_arguments() -> None:
         2,
     ]
     assert function("return typeof extra", {}, params=["extra"]).value == "undefined"
+    assert function("return args", {"args": [1]}).value == [1]
+
+
+def test_limits_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        SandboxLimits(max_memory=0)
 
 
 def test_function_rejects_parameter_names_that_are_not_identifiers() -> None:
@@ -81,18 +87,28 @@ def test_infinite_loop_times_out(code: str) -> None:
     assert script("return 'next call still works'").value == "next call still works"
 
 
-@pytest.mark.parametrize(
-    "code",
-    [
-        "const a = []; while (true) a.push('x'.repeat(1000) + a.length);",
-        # ArrayBuffers live outside the V8 heap: the child's data cap stops these.
-        "const keep = []; while (true) { const b = new ArrayBuffer(2 ** 26); new Uint8Array(b).fill(1); keep.push(b); }",
-    ],
+HEAP_HOG = "const a = []; while (true) a.push('x'.repeat(1000) + a.length);"
+# ArrayBuffers live outside the V8 heap: the child's data cap stops these.
+BUFFER_HOG = (
+    "const k = []; while (true) { const b = new ArrayBuffer(2 ** 26); new Uint8Array(b).fill(1); k.push(b); }"
 )
+
+
+@pytest.mark.parametrize("code", [HEAP_HOG, f"await null; {HEAP_HOG}", BUFFER_HOG])
 def test_huge_allocation_exceeds_memory(code: str) -> None:
+    # After an await, the heap cap only shows once the timeout ends the wait for a promise.
     with pytest.raises(SandboxMemoryExceeded):
-        script(code, limits=SandboxLimits(timeout=5))
+        script(code, limits=SandboxLimits(timeout=2))
     assert script("return 1").value == 1
+
+
+def test_cancelled_call_does_not_leave_its_child_running() -> None:
+    async def cancel() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(run_script("while (true) {}", limits=SandboxLimits(timeout=5)), 0.2)
+
+    asyncio.run(cancel())
+    assert script("return 'fresh'").value == "fresh"
 
 
 def test_no_modules_processes_network_or_wasm() -> None:

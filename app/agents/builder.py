@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from flask import Flask
@@ -12,13 +13,20 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.toolsets import AbstractToolset
 
+from app.agents.deferred import standing_approvals
 from app.agents.providers import ModelSpec, build_model
 from app.models import Agent, User
 from app.skills.registry import SkillContext
 
 _templates = SandboxedEnvironment(autoescape=False)
+
+
+@lru_cache(maxsize=256)
+def _compiled(template: str):
+    return _templates.from_string(template)
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,7 @@ def render_instructions(template: str, person: Person, agent_name: str, now: dat
         "today": now.date().isoformat(),
         "now": now.strftime("%Y-%m-%d %H:%M UTC"),
     }
-    return _templates.from_string(template).render(variables)
+    return _compiled(template).render(variables)
 
 
 def check_instructions(template: str) -> str | None:
@@ -94,7 +102,8 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
     context = SkillContext(app=app, user_id=person.id, agent_id=spec.id, conversation_id=conversation_id,
                            run_id=run_id, role=person.role, user_name=person.name, extras=dict(extras or {}))
     skills = app.extensions["skills"]
-    capabilities: list[Any] = [ToolErrorsAsResults()]
+    capabilities: list[Any] = [ToolErrorsAsResults(), standing_approvals(
+        app, conversation_id, run_id, spec.id, spec.name, person.id, person.email)]
     toolsets: list[AbstractToolset[Any]] = []
     for entry in spec.skills:
         skill = skills.get(entry.get("name"))
@@ -109,5 +118,7 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
         model_settings=spec.model.settings("chat"),
         capabilities=capabilities,
         toolsets=toolsets,
+        # A run that waits for a person (approval, plan, question) ends with the calls it deferred.
+        output_type=[str, DeferredToolRequests],
     )
     return BuiltAgent(agent=agent, context=context, capabilities=capabilities)

@@ -32,8 +32,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from app.agents.offline import MODEL_NAME as OFFLINE_MODEL_NAME
 from app.agents.offline import SUMMARY_HEADINGS, SUMMARY_MARKER
-from app.agents.providers import ModelSpec, build_model
+from app.agents.providers import ModelSpec, ModelUnavailable, build_model
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,8 @@ def usage_ratio(messages: Sequence[ModelMessage]) -> float:
         stamp = (message.metadata or {}).get(USAGE_KEY)
         if isinstance(stamp, dict):
             return float(stamp.get("ratio", 1.0))
-        if not message.usage.input_tokens:
+        # The offline model reports FunctionModel's guess (words of the requests only), not a count.
+        if not message.usage.input_tokens or message.model_name == OFFLINE_MODEL_NAME:
             continue
         estimated = estimate_tokens(messages[:index], calibrate=False)
         # Below a few hundred tokens the tool definitions dominate the count and the ratio means nothing.
@@ -202,7 +204,8 @@ def _answers_calls(message: ModelMessage) -> bool:
 
 def mentioned(text: str, limit: int = 12, exclude: str = "") -> list[str]:
     """Return the identifiers a text mentions (not those in `exclude`): codes, files and URLs before numbers."""
-    found = [m for m in dict.fromkeys(IDENTIFIER.findall(text)) if m not in exclude]
+    # A sentence's full stop is not part of a URL or a code.
+    found = [m for m in dict.fromkeys(m.rstrip(".,;:!?") for m in IDENTIFIER.findall(text)) if m not in exclude]
     found.sort(key=lambda m: m.isdigit())  # stable: order of appearance within each kind
     return found[:limit]
 
@@ -212,10 +215,10 @@ def mentioned(text: str, limit: int = 12, exclude: str = "") -> list[str]:
 
 def cleared_note(part: ToolReturnPart) -> str:
     """Return the note that replaces a cleared tool result, naming what it mentioned."""
-    note = f"{CLEARED_PREFIX} — call {part.tool_name} again if you need it]"
     ids = mentioned(part.model_response_str())
     # The identifiers are a few tokens and let a later summary (and the agent) know what the result was about.
-    return f"{note} It mentioned: {', '.join(ids)}." if ids else note
+    also = f"; it mentioned {', '.join(ids)}" if ids else ""
+    return f"{CLEARED_PREFIX} — call {part.tool_name} again if you need it{also}]"
 
 
 def is_cleared(part: Any) -> bool:
@@ -457,23 +460,27 @@ def threshold_target(settings: Settings) -> int:
     return int(settings.compact_above * TARGET_SHARE)
 
 
-async def compact_conversation_context(messages: Sequence[ModelMessage], settings: Settings, model_spec: ModelSpec,
-                                       instructions: str | None = None, *, force: bool = False) -> CompactionResult:
-    """Compact a stored model context after a reply (when above "Compact above") or on /compact (`force=True`).
+async def compact_conversation_context(
+    messages: Sequence[ModelMessage], settings: Settings, model_spec: ModelSpec, instructions: str | None = None,
+    *, force: bool = False, summarizer: Summarizer | None = None,
+) -> CompactionResult:
+    """Compact a stored model context after a reply (above "Compact above") or on /compact (`force=True`).
 
     `model_spec` is the configuration the summary is written with ("Summarize with" and "Summary model"
-    applied, see `app.skills.compaction.summary_spec_for`). Run it on the runtime loop; a failed summary
-    does not raise but keeps the clearing and sets `error`.
+    applied: `app.skills.compaction.summary_spec_for`); `summarizer` replaces it in tests and benchmarks.
+    Run it on the runtime loop; a failed summary does not raise but keeps the clearing and sets `error`.
     """
-    if not force and estimate_tokens(messages) <= settings.compact_above:
-        return CompactionResult(list(messages), tokens_before=estimate_tokens(messages),
-                                tokens_after=estimate_tokens(messages))
-    try:
-        summarizer = Summarizer(build_model(model_spec), model_spec.settings("summary"))
-    except Exception as error:  # a missing key or unknown provider: clearing still helps
-        log.warning("compaction cannot build the summary model: %s", error)
-        result = await compact(messages, settings, None, target=threshold_target(settings))
-        result.error = f"{type(error).__name__}: {error}"
-        return result
-    return await compact(messages, settings, summarizer, target=threshold_target(settings),
-                         force_summary=force, instructions=instructions)
+    tokens = estimate_tokens(messages)
+    if not force and tokens <= settings.compact_above:
+        return CompactionResult(list(messages), tokens_before=tokens, tokens_after=tokens)
+    error = None
+    if summarizer is None:
+        try:
+            summarizer = Summarizer(build_model(model_spec), model_spec.settings("summary"))
+        except ModelUnavailable as unavailable:  # a missing key: clearing alone still helps
+            log.warning("compaction cannot build the summary model: %s", unavailable)
+            error = f"The summary model is unavailable: {unavailable}"
+    result = await compact(messages, settings, summarizer, target=threshold_target(settings), force_summary=force,
+                           instructions=instructions)
+    result.error = result.error or error
+    return result

@@ -17,9 +17,11 @@ from app.extensions import db
 from app.models import RunEvent
 
 TEXT_FLUSH_SECONDS = 0.05
+LATEST_KEPT = 10_000
 END = "end"
 
 _conditions: dict[str, threading.Condition] = defaultdict(threading.Condition)
+_latest: dict[str, int] = {}
 _conditions_lock = threading.Lock()
 
 
@@ -28,24 +30,33 @@ def _condition(run_id: str) -> threading.Condition:
         return _conditions[run_id]
 
 
-def notify(run_id: str) -> None:
-    """Wake every listener of a run in this process."""
+def notify(run_id: str, seq: int) -> None:
+    """Record the run's newest stored event and wake every listener of the run in this process."""
     condition = _condition(run_id)
     with condition:
+        _latest[run_id] = seq
         condition.notify_all()
 
 
-def wait_for_events(run_id: str, timeout: float) -> None:
-    """Sleep until the run publishes something or the timeout passes."""
+def wait_for_events(run_id: str, after: int, timeout: float) -> None:
+    """Sleep until the run has stored an event after `after`, or the timeout passes.
+
+    Checking the newest sequence number under the lock closes the gap between a listener's query
+    and its wait, so no notification is lost; listeners in other processes rely on the timeout.
+    """
     condition = _condition(run_id)
     with condition:
+        if _latest.get(run_id, 0) > after:
+            return
         condition.wait(timeout)
 
 
 def forget(run_id: str) -> None:
-    """Drop the run's condition once it has ended."""
+    """Drop the run's condition once it has ended; its newest sequence number stays for late listeners."""
     with _conditions_lock:
         _conditions.pop(run_id, None)
+        while len(_latest) > LATEST_KEPT:
+            _latest.pop(next(iter(_latest)))
 
 
 def events_after(run_id: str, seq: int) -> list[RunEvent]:
@@ -82,10 +93,19 @@ class EventWriter:
             delta, self._text = "".join(self._text), []
             self._store([("text", {"delta": delta})])
 
+    def stage(self, type_: str, data: dict[str, Any]) -> None:
+        """Add an event to the caller's open transaction; call `published()` after its commit."""
+        self.seq += 1
+        db.session.add(RunEvent(run_id=self.run_id, seq=self.seq, type=type_, data=data))
+
+    def published(self) -> None:
+        """Wake listeners after the caller committed staged events."""
+        notify(self.run_id, self.seq)
+
     def _store(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         with self.app.app_context():
             for type_, data in items:
                 self.seq += 1
                 db.session.add(RunEvent(run_id=self.run_id, seq=self.seq, type=type_, data=data))
             db.session.commit()
-        notify(self.run_id)
+        notify(self.run_id, self.seq)

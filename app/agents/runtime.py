@@ -35,10 +35,11 @@ from pydantic_ai.messages import (
     TextPartDelta,
 )
 from pydantic_ai.run import AgentRunResultEvent
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.usage import UsageLimits
 
+from app.agents import deferred, loop
 from app.agents import events as run_events
-from app.agents import loop
 from app.agents.builder import AgentSpec, Person, build_agent
 from app.agents.providers import ModelSpec, ModelUnavailable
 from app.extensions import db
@@ -60,11 +61,14 @@ class Turn:
 
     run_id: str
     conversation_id: int
-    prompt: str
+    prompt: str | None
     agent: AgentSpec | None
     person: Person
     history: list[ModelMessage]
     extras: dict[str, Any] = field(default_factory=dict)
+    # Answers to the calls an earlier run left waiting, and instructions that come with them (plan approval).
+    deferred: DeferredToolResults | None = None
+    instructions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -78,6 +82,7 @@ class Outcome:
     output_tokens: int = 0
     requests: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    waiting: DeferredToolRequests | None = None
 
 
 def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
@@ -131,16 +136,21 @@ def _prepare(run_id: str) -> Turn | None:
     agent = db.session.get(Agent, run.agent_id) if run.agent_id else None
     user = db.session.get(User, run.user_id) if run.user_id else None
     run.status, run.started_at = "running", utcnow()
-    db.session.commit()
     if agent is None or conversation is None:
+        db.session.commit()
         return Turn(run_id, run.conversation_id, run.prompt or "", None, Person.of(user), [])
+    history = load_history(conversation)
+    resumption = deferred.resume(run, history)
+    db.session.commit()
     return Turn(
         run_id=run_id,
         conversation_id=conversation.id,
-        prompt=run.prompt or "",
+        prompt=resumption.prompt,
         agent=AgentSpec.of(agent, model_spec_for(agent, conversation)),
         person=Person.of(user),
-        history=load_history(conversation),
+        history=history,
+        deferred=resumption.results,
+        instructions=resumption.instructions,
     )
 
 
@@ -151,7 +161,6 @@ async def execute(app: Flask, run_id: str) -> str | None:
     if turn is None:
         return None
     writer = run_events.EventWriter(app, run_id)
-    writer.emit("status", {"status": "running"})
     outcome = Outcome()
     if turn.agent is None:
         outcome.status, outcome.error = "failed", "The agent of this conversation no longer exists."
@@ -159,10 +168,11 @@ async def execute(app: Flask, run_id: str) -> str | None:
         await _drive(app, turn, writer, outcome)
     writer.flush()
     with app.app_context():
-        message_id = _finish(turn, outcome)
-    writer.emit(run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message_id})
+        needs_title = _finish(turn, outcome, writer)
+    writer.published()
     run_events.forget(run_id)
-    await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, outcome)
+    if needs_title:
+        await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn)
     return outcome.status
 
 
@@ -176,12 +186,17 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id, turn.extras)
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
-                    turn.prompt, message_history=turn.history, usage_limits=limits, cancellation_token=token
+                    turn.prompt if turn.prompt or turn.deferred is None else None,
+                    message_history=turn.history, deferred_tool_results=turn.deferred,
+                    instructions="\n\n".join(turn.instructions) or None,
+                    usage_limits=limits, cancellation_token=token,
                 ) as stream:
                     async for event in stream:
                         if isinstance(event, AgentRunResultEvent):
                             outcome.messages = event.result.all_messages()
                             _count_usage(outcome, event.result.usage)
+                            if isinstance(event.result.output, DeferredToolRequests):
+                                outcome.waiting = event.result.output
                         else:
                             _translate(event, writer, outcome)
                         if time.monotonic() - last_poll > CANCEL_POLL_SECONDS:
@@ -266,18 +281,30 @@ def _usage_from_messages(outcome: Outcome, start: int) -> None:
             outcome.requests += 1
 
 
-def _finish(turn: Turn, outcome: Outcome) -> int:
-    """Store the assistant message, the model context, usage and status in one transaction."""
+def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> bool:
+    """Store the assistant message, model context, usage, status and the end event in one transaction.
+
+    Returns whether the conversation still needs a title.
+    """
     run = db.session.get(Run, turn.run_id)
     conversation = db.session.get(Conversation, turn.conversation_id)
     _usage_from_messages(outcome, len(turn.history))
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error
+    waiting = outcome.waiting
+    # A call that waits for a person shows as a card of the message, not as a step that never ends.
+    waiting_ids = {call.tool_call_id for call in [*waiting.calls, *waiting.approvals]} if waiting else set()
     message = Message(conversation_id=turn.conversation_id, role="assistant", content="".join(outcome.text),
-                      steps=list(outcome.steps.values()), meta=meta, run_id=turn.run_id,
+                      steps=[step for step in outcome.steps.values() if step["id"] not in waiting_ids],
+                      meta=meta, run_id=turn.run_id,
                       input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
     db.session.add(message)
+    if waiting is not None and conversation is not None and conversation.deleted_at is None:
+        db.session.flush()
+        pending = deferred.store_requests(waiting, message, turn.run_id, turn.agent.id, turn.agent.name,
+                                          turn.person.id, turn.person.email)
+        message.meta = {**meta, "pending": pending}
     if outcome.messages and conversation is not None and conversation.deleted_at is None:
         conversation.model_context = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode()
     if conversation is not None:
@@ -286,25 +313,24 @@ def _finish(turn: Turn, outcome: Outcome) -> int:
         run.status, run.error, run.finished_at = outcome.status, outcome.error, utcnow()
         run.input_tokens, run.output_tokens, run.requests = (outcome.input_tokens, outcome.output_tokens,
                                                              outcome.requests)
+    db.session.flush()
+    writer.stage(run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id})
     db.session.commit()
     log.info("run %s %s: %s requests, %s+%s tokens", turn.run_id, outcome.status, outcome.requests,
              outcome.input_tokens, outcome.output_tokens)
-    return message.id
+    return (outcome.status == "succeeded" and bool(outcome.text) and conversation is not None
+            and conversation.title is None and conversation.deleted_at is None)
 
 
-def _follow_ups(app: Flask, turn: Turn, outcome: Outcome) -> None:
-    """Queue the jobs that follow a turn (titles), off the runtime loop."""
+def _follow_ups(app: Flask, turn: Turn) -> None:
+    """Queue the jobs that follow a turn (the title), off the runtime loop."""
     from app.agents.titles import generate_title
 
-    if outcome.status != "succeeded" or not outcome.text:
-        return
     with app.app_context():
-        title = db.session.scalar(db.select(Conversation.title).where(Conversation.id == turn.conversation_id))
-        if title is None:
-            try:
-                generate_title.delay(turn.conversation_id)
-            except Exception:  # a title is a nicety: never let it break the turn
-                log.exception("could not queue the title of conversation %s", turn.conversation_id)
+        try:
+            generate_title.delay(turn.conversation_id)
+        except Exception:  # a title is a nicety: never let it break the turn
+            log.exception("could not queue the title of conversation %s", turn.conversation_id)
 
 
 def _cancel_requested(app: Flask, run_id: str) -> bool:

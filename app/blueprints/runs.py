@@ -53,7 +53,7 @@ def _follow(app, run_id: str, user_id: int, after: int):
         if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
             yield ": keepalive\n\n"
             last_sent = time.monotonic()
-        run_events.wait_for_events(run_id, POLL_SECONDS)
+        run_events.wait_for_events(run_id, after, POLL_SECONDS)
 
 
 def _still_allowed(run_id: str, user_id: int) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import chromadb
+import numpy as np
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
@@ -22,7 +23,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 
 from app.knowledge.embeddings import Embedder, embedder_from_config
 
-Metadata = Mapping[str, str | int | float | bool | None]
+Metadata = Mapping[str, str | int | float | bool | list[Any] | None]  # None means "no such field"
 Where = Mapping[str, Any]
 
 
@@ -50,8 +51,6 @@ class SkilldeskEmbeddingFunction(EmbeddingFunction[Documents]):
         self.embedder = embedder
 
     def __call__(self, input: Documents) -> Embeddings:  # Chroma checks that the parameter is named `input`
-        import numpy as np
-
         return [np.asarray(vector, dtype=np.float32) for vector in self.embedder.embed(list(input))]
 
     @staticmethod
@@ -167,7 +166,7 @@ class VectorStore:
         texts: Sequence[str],
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
-        """Store new texts; an id that already exists is an error (use `upsert` to replace)."""
+        """Store new texts; Chroma silently keeps a record whose id already exists (`upsert` replaces)."""
         self._write("add", collection, ids, texts, metadatas)
 
     def upsert(
@@ -177,7 +176,7 @@ class VectorStore:
         texts: Sequence[str],
         metadatas: Sequence[Metadata] | None = None,
     ) -> None:
-        """Store texts, replacing any with the same ids."""
+        """Store texts, replacing any records with the same ids (text and metadata alike)."""
         self._write("upsert", collection, ids, texts, metadatas)
 
     def query(self, collection: str, text: str, n: int = 5, where: Where | None = None) -> list[Hit]:
@@ -268,14 +267,19 @@ class VectorStore:
             return
         target = self._collection(collection, create=True)
         assert target is not None
-        write = getattr(target, operation)
-        # Chroma rejects an empty metadata dict; None means "no metadata".
-        cleaned = [dict(m) or None for m in metadatas] if metadatas is not None else [None] * len(ids)
+        # Chroma's add rejects None values and empty dicts: drop absent fields, send None for no metadata.
+        cleaned: list[dict[str, Any] | None] = [
+            {k: v for k, v in m.items() if v is not None} or None for m in metadatas or [{}] * len(ids)
+        ]
         # Chroma caps records per call (5461 on the embedded backend).
         step = self.client.get_max_batch_size()
         for start in range(0, len(ids), step):
-            end = start + step
-            write(ids=list(ids[start:end]), documents=list(texts[start:end]), metadatas=cleaned[start:end])
+            chunk_ids, chunk_metadatas = list(ids[start : start + step]), cleaned[start : start + step]
+            if operation == "upsert":
+                chunk_metadatas = _replacing(target, chunk_ids, chunk_metadatas)
+            getattr(target, operation)(
+                ids=chunk_ids, documents=list(texts[start : start + step]), metadatas=chunk_metadatas
+            )
 
     def _collection(self, collection: str, *, create: bool) -> Collection | None:
         name = collection_name(collection)
@@ -304,6 +308,23 @@ class VectorStore:
                 f"embeds with {self._function.get_config()}: restore those EMBEDDINGS settings, or drop the "
                 "collection and add its texts again"
             )
+
+
+def _replacing(
+    collection: Collection, ids: list[str], metadatas: list[dict[str, Any] | None]
+) -> list[dict[str, Any] | None]:
+    """Return upsert metadata that replaces each existing record's metadata instead of merging into it."""
+    # Chroma's upsert keeps fields the new metadata leaves out; naming them with None removes them, in the
+    # same single write (deleting and re-adding would lose the record if embedding failed in between).
+    existing = collection.get(ids=ids, include=["metadatas"])
+    old_fields = {
+        id_: set(metadata or ())
+        for id_, metadata in zip(existing["ids"], existing["metadatas"] or [], strict=True)
+    }
+    return [
+        ({field: None for field in old_fields.get(id_, ())} | (metadata or {})) or None
+        for id_, metadata in zip(ids, metadatas, strict=True)
+    ]
 
 
 def _where(where: Where | None) -> dict[str, Any] | None:

@@ -1,8 +1,25 @@
 """SQLAlchemy models, one module per aggregate."""
 
 from app.models.agents import Agent, ModelConfig
+from app.models.approvals import ApprovalRecord, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
 from app.models.shares import Share
+from app.models.tables import DataField, DataTable, Trigger
 from app.models.users import ROLES, User
 
-__all__ = ["ROLES", "Agent", "Conversation", "Message", "ModelConfig", "Run", "RunEvent", "Share", "User"]
+__all__ = [
+    "ROLES",
+    "Agent",
+    "ApprovalRecord",
+    "Conversation",
+    "DataField",
+    "DataTable",
+    "Message",
+    "ModelConfig",
+    "PendingCall",
+    "Run",
+    "RunEvent",
+    "Share",
+    "Trigger",
+    "User",
+]

@@ -39,7 +39,7 @@ class EmbeddingsServer:
 
     @staticmethod
     def vector(text: str) -> list[float]:
-        """Embed as the server does: letter counts plus a constant, so equal texts get equal, non-zero vectors."""
+        """Embed as the server does: letter counts and a constant (equal texts, equal non-zero vectors)."""
         lowered = text.lower()
         return [float(lowered.count(letter)) for letter in string.ascii_lowercase] + [1.0]
 

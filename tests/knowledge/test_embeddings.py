@@ -40,7 +40,7 @@ def test_minilm_returns_one_unit_vector_of_384_dimensions_per_text(minilm: Embed
     vectors = minilm.embed(["hello", "world", "a third, longer sentence"])
 
     assert isinstance(minilm, MiniLMEmbedder)
-    assert minilm.dimensions == 384 == load_minilm().get_sentence_embedding_dimension()
+    assert minilm.dimensions == 384 == load_minilm().get_embedding_dimension()
     assert [len(vector) for vector in vectors] == [384, 384, 384]
     assert all(math.isclose(math.hypot(*vector), 1.0, abs_tol=1e-5) for vector in vectors)
     assert minilm.embed([]) == []

@@ -102,15 +102,28 @@ def test_delete_by_id_and_by_filter(store: VectorStore) -> None:
         store.delete("notes", where={})
 
 
-def test_upsert_replaces_and_add_keeps_metadata_optional(store: VectorStore) -> None:
-    store.add("notes", ids=["a", "b"], texts=["first text", "second text"])
-    store.upsert("notes", ids=["a", "c"], texts=["first text, revised", "third"], metadatas=[{"v": 2}, {}])
+def test_upsert_replaces_whole_records_and_metadata_is_optional(store: VectorStore) -> None:
+    store.add(
+        "notes", ids=["a", "b"], texts=["first text", "second text"], metadatas=[{"x": 1, "y": 1}, {"x": 1}]
+    )
 
+    store.upsert(
+        "notes",
+        ids=["a", "b", "c"],
+        texts=["first, revised", "second", "third"],
+        metadatas=[{"v": 2}, {}, {"n": None}],
+    )
+    store.upsert("notes", ids=["d"], texts=["fourth"])
+
+    # Chroma alone would merge: "a" would keep x and y, "b" would keep x.
     assert sorted((r.id, r.text, r.metadata) for r in store.get("notes")) == [
-        ("a", "first text, revised", {"v": 2}),
-        ("b", "second text", {}),
+        ("a", "first, revised", {"v": 2}),
+        ("b", "second", {}),
         ("c", "third", {}),
+        ("d", "fourth", {}),
     ]
+    store.add("notes", ids=["d"], texts=["fourth, added again"], metadatas=[{"lost": True}])
+    assert store.get("notes", ids=["d"]) == [Record(id="d", text="fourth", metadata={})]
     with pytest.raises(ValueError, match="same length"):
         store.add("notes", ids=["x"], texts=["one", "two"])
 
@@ -139,7 +152,7 @@ def test_collections_remember_our_embedding_function_and_cosine_space(store: Vec
         "config": {"EMBEDDINGS": "minilm"},
     }
     assert collection.configuration_json["hnsw"]["space"] == "cosine"
-    assert ids(collection.query(query_texts=["a kitten on a rug"], n_results=1)["ids"][0]) == ["cat"]
+    assert collection.query(query_texts=["a kitten on a rug"], n_results=1)["ids"] == [["cat"]]
 
 
 def test_telemetry_is_off_and_there_is_one_client_per_path(

@@ -1,0 +1,63 @@
+"""A person's own credentials: save, replace and delete the tokens tools use on their behalf."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from app import navigation
+from app.credentials import MAX_VALUE_CHARS, check_name, save_credential, user_credentials
+from app.extensions import db
+from app.models.credentials import Credential
+from app.security import member_required
+
+bp = Blueprint("credentials", __name__)
+bp.record_once(lambda _state: navigation.add("Credentials", "credentials.index", ("admin", "user")))
+
+
+def get_own_credential(credential_id: int) -> Credential:
+    """Return the signed-in user's credential, or 404 (the same answer for someone else's)."""
+    credential = db.session.get(Credential, credential_id)
+    if credential is None or credential.user_id != current_user.id:
+        abort(404)
+    return credential
+
+
+@bp.route("/")
+@member_required
+def index():
+    return render_template("credentials/index.html", credentials=user_credentials(current_user.id),
+                           errors={}, name="")
+
+
+@bp.route("/", methods=["POST"])
+@member_required
+def create():
+    name = (request.form.get("name") or "").strip()
+    value = (request.form.get("value") or "").strip()
+    errors = {}
+    if problem := check_name(name):
+        errors["name"] = problem
+    if not value:
+        errors["value"] = "Paste the value to save."
+    elif len(value) > MAX_VALUE_CHARS:
+        errors["value"] = f"Use at most {MAX_VALUE_CHARS:,} characters."
+    if errors:
+        # The value is never sent back, not even in an error page.
+        return render_template("credentials/index.html", credentials=user_credentials(current_user.id),
+                               errors=errors, name=name), 422
+    save_credential(current_user.id, name, value)
+    db.session.commit()
+    flash(f"Saved the credential {name}.")
+    return redirect(url_for("credentials.index"))
+
+
+@bp.route("/<int:credential_id>/delete", methods=["POST"])
+@member_required
+def delete(credential_id: int):
+    credential = get_own_credential(credential_id)
+    name = credential.name
+    db.session.delete(credential)
+    db.session.commit()
+    flash(f"Deleted the credential {name}.")
+    return redirect(url_for("credentials.index"))

@@ -1,0 +1,233 @@
+"""Benchmark a chat turn, the sidebar and opening long conversations.
+
+Run with the project's venv: `.venv/bin/python benchmarks/chat_turn.py`. Prints one figure per line,
+`name: value unit (target …)`, and exits 1 when a target of issue 3 is missed. Every figure is a ratio
+against a baseline measured side by side in the same process, because the machine is shared and noisy.
+
+(a) a turn through HTTP + SSE against a minimal Flask app doing the same exchange (POST the message,
+    read the SSE stream) for the same pydantic-ai agent on the same instant FunctionModel, with no
+    storage, auth or rendering: target ratio ≤ 1.5, and the added milliseconds;
+(b) the sidebar's first page at 100 and at 10,000 conversations: target ratio ≤ 1.3;
+(c) opening a 2,000-message conversation against a 10-message one (reported, no target).
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from flask import Flask, Response, request
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.models.function import FunctionModel
+from werkzeug.serving import make_server
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import flask_migrate  # noqa: E402
+
+from app import create_app  # noqa: E402
+from app.accounts import create_user  # noqa: E402
+from app.agents import loop, providers  # noqa: E402
+from app.extensions import db  # noqa: E402
+from app.models import Agent, Conversation, Message, ModelConfig  # noqa: E402
+from app.models.base import utcnow  # noqa: E402
+
+TURNS = 40
+ROUNDS = 5
+PASSWORD = "benchmark password"
+
+
+async def instant(messages, info):
+    yield "The answer is forty-two."
+
+
+MODEL = FunctionModel(stream_function=instant)
+
+
+def serve(app: Flask) -> tuple[str, object]:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}", server
+
+
+def baseline_app() -> Flask:
+    """The same exchange with nothing else: no storage, no auth, no rendering."""
+    base = Flask("baseline")
+    agent = PydanticAgent(MODEL)
+    streams: dict[str, queue.Queue] = {}
+
+    @base.post("/send")
+    def send():
+        run_id, events = uuid.uuid4().hex, queue.Queue()
+        streams[run_id] = events
+
+        async def go(text: str) -> None:
+            async with agent.run_stream_events(text) as stream:
+                async for event in stream:
+                    events.put(repr(event))
+            events.put(None)
+
+        loop.submit(go(request.form["text"]))
+        return run_id
+
+    @base.get("/events/<run_id>")
+    def events(run_id: str):
+        def follow():
+            stream = streams.pop(run_id)
+            while (item := stream.get()) is not None:
+                yield f"data: {item}\n\n"
+            yield "event: end\ndata: done\n\n"
+
+        return Response(follow(), mimetype="text/event-stream")
+
+    return base
+
+
+def read_until_end(client: httpx.Client, url: str, headers: dict | None = None) -> None:
+    with client.stream("GET", url, headers=headers) as response:
+        for line in response.iter_lines():
+            if line == "event: end":
+                break
+
+
+def baseline_turn(client: httpx.Client, base: str) -> None:
+    run_id = client.post(f"{base}/send", data={"text": "hello"}).text
+    read_until_end(client, f"{base}/events/{run_id}")
+
+
+def skilldesk_turn(client: httpx.Client, base: str, conversation_id: int, token: str) -> None:
+    response = client.post(f"{base}/chat/{conversation_id}/messages", data={"text": "hello", "csrf_token": token},
+                           headers={"HX-Request": "true", "X-CSRFToken": token})
+    response.raise_for_status()
+    run_id = re.search(r'data-run="([0-9a-f]+)"', response.text).group(1)
+    read_until_end(client, f"{base}/runs/{run_id}/events", headers={"HX-Request": "true"})
+
+
+def timed(fn, count: int) -> list[float]:
+    out = []
+    for _ in range(count):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def sign_in(client: httpx.Client, base: str, email: str) -> str:
+    page = client.get(f"{base}/login").text
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+    client.post(f"{base}/login", data={"email": email, "password": PASSWORD, "csrf_token": token})
+    page = client.get(f"{base}/chat/").text
+    return re.search(r'"X-CSRFToken": "([^"]+)"', page).group(1)
+
+
+def main() -> int:
+    folder = Path(tempfile.mkdtemp(prefix="skilldesk-bench-"))
+    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'bench.sqlite3'}",
+                      "JOBS_IMMEDIATE": True, "SECRET_KEY": "bench", "JOBS_SQLITE_PATH": str(folder / "j.db")})
+    providers.register_provider("bench", lambda _spec: MODEL)
+    with app.app_context():
+        flask_migrate.upgrade()
+        user = create_user("bench@example.org", "Bench", PASSWORD, "user")
+        many = create_user("many@example.org", "Many", PASSWORD, "user")
+        config = ModelConfig(name="bench", provider="bench", model_name="bench", context_window=32000,
+                             timeout=30, profiles={}, is_default=True)
+        db.session.add(config)
+        db.session.flush()
+        agent = Agent(name="Bench", instructions="", model_config_id=config.id, roles=["user"], skills=[],
+                      max_requests=5)
+        db.session.add(agent)
+        db.session.flush()
+        chat = Conversation(user_id=user.id, agent_id=agent.id, title="Bench chat")
+        db.session.add(chat)
+        db.session.commit()
+        chat_id, user_id, many_id, agent_id = chat.id, user.id, many.id, agent.id
+
+    figures, failed = [], False
+
+    def report(name: str, value: float, unit: str, target: str | None = None, ok: bool = True) -> None:
+        nonlocal failed
+        failed |= not ok
+        suffix = f" (target {target}{'' if ok else ', MISSED'})" if target else ""
+        figures.append(f"{name}: {value:.2f} {unit}{suffix}")
+
+    # (a) a chat turn, interleaved with the baseline round by round
+    ours_base, ours_server = serve(app)
+    base_url, base_server = serve(baseline_app())
+    with httpx.Client(timeout=30) as ours, httpx.Client(timeout=30) as theirs:
+        token = sign_in(ours, ours_base, "bench@example.org")
+        for _ in range(3):  # warm both up
+            baseline_turn(theirs, base_url)
+            skilldesk_turn(ours, ours_base, chat_id, token)
+        ours_times, base_times = [], []
+        for _ in range(ROUNDS):
+            base_times += timed(lambda: baseline_turn(theirs, base_url), TURNS // ROUNDS)
+            ours_times += timed(lambda: skilldesk_turn(ours, ours_base, chat_id, token), TURNS // ROUNDS)
+    ours_ms, base_ms = statistics.median(ours_times) * 1000, statistics.median(base_times) * 1000
+    ratio = ours_ms / base_ms
+    report("chat_turn_baseline_p50", base_ms, "ms")
+    report("chat_turn_skilldesk_p50", ours_ms, "ms")
+    report("chat_turn_added", ours_ms - base_ms, "ms")
+    report("chat_turn_ratio", ratio, "x", "≤ 1.5", ratio <= 1.5)
+
+    # (b) the sidebar's first page at 100 and at 10,000 conversations
+    with app.app_context():
+        now = utcnow()
+        db.session.execute(db.insert(Conversation), [
+            {"user_id": user_id, "agent_id": agent_id, "title": f"Chat {i}", "source": "chat", "created_at": now,
+             "updated_at": now} for i in range(100)])
+        db.session.execute(db.insert(Conversation), [
+            {"user_id": many_id, "agent_id": agent_id, "title": f"Chat {i}", "source": "chat", "created_at": now,
+             "updated_at": now} for i in range(10_000)])
+        db.session.commit()
+    with httpx.Client(timeout=30) as few_client, httpx.Client(timeout=30) as many_client:
+        sign_in(few_client, ours_base, "bench@example.org")
+        sign_in(many_client, ours_base, "many@example.org")
+        few, lots = [], []
+        for _ in range(ROUNDS):
+            few += timed(lambda: few_client.get(f"{ours_base}/chat/sidebar").raise_for_status(), 10)
+            lots += timed(lambda: many_client.get(f"{ours_base}/chat/sidebar").raise_for_status(), 10)
+    ratio = statistics.median(lots) / statistics.median(few)
+    report("sidebar_100_p50", statistics.median(few) * 1000, "ms")
+    report("sidebar_10000_p50", statistics.median(lots) * 1000, "ms")
+    report("sidebar_ratio", ratio, "x", "≤ 1.3", ratio <= 1.3)
+
+    # (c) opening a 2,000-message conversation against a 10-message one
+    with app.app_context():
+        ids = []
+        for count in (10, 2000):
+            conversation = Conversation(user_id=user_id, agent_id=agent_id, title=f"{count} messages")
+            db.session.add(conversation)
+            db.session.flush()
+            db.session.execute(db.insert(Message), [
+                {"conversation_id": conversation.id, "role": "user" if i % 2 == 0 else "assistant",
+                 "content": f"Message number {i} with **some** markdown and a list:\n\n- one\n- two",
+                 "steps": [], "meta": {}, "input_tokens": 0, "output_tokens": 0, "created_at": now}
+                for i in range(count)])
+            ids.append(conversation.id)
+        db.session.commit()
+    with httpx.Client(timeout=60) as client:
+        sign_in(client, ours_base, "bench@example.org")
+        short, long = [], []
+        for _ in range(ROUNDS):
+            short += timed(lambda: client.get(f"{ours_base}/chat/{ids[0]}").raise_for_status(), 2)
+            long += timed(lambda: client.get(f"{ours_base}/chat/{ids[1]}").raise_for_status(), 2)
+    report("open_10_messages_p50", statistics.median(short) * 1000, "ms")
+    report("open_2000_messages_p50", statistics.median(long) * 1000, "ms")
+    report("open_2000_vs_10_ratio", statistics.median(long) / statistics.median(short), "x")
+
+    ours_server.shutdown()
+    base_server.shutdown()
+    print("\n".join(figures))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

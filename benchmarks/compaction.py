@@ -1,0 +1,157 @@
+"""Benchmark the Compaction skill on a scripted session of 300 tool calls with the built-in offline model.
+
+Each user turn asks for one record; the tool returns about 2 KB, and 50 of the results carry a planted
+identifier (invoice codes, file names, URLs) at a random place. The model has a 32k context window and
+"Compact above" is 24k: threshold compaction runs between turns, as the job after a reply does, and the
+capability stays in the run for the inline and overflow cases. Tokens are the skill's estimate
+(characters ÷ 4), the measure the offline model is given in.
+
+Run with `.venv/bin/python benchmarks/compaction.py`; exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pydantic_ai.models
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from app.agents import offline
+from app.agents.compaction import Summarizer, compact_conversation_context, estimate_tokens
+from app.agents.providers import OFFLINE_SPEC
+from app.skills.compaction import Compaction, Config
+
+pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+
+TURNS = 300
+WINDOW = 32_000
+SETTINGS = Config(compact_above=24_000, keep_recent_tool_results=4_000, minimum_worth_clearing=2_000,
+                  keep_recent_messages=6_000, tool_result_size_in_summary=1_000, total_size_in_summary=40_000)
+WORDS = ("ledger entry balance customer account payment status approved pending region quarter supplier "
+         "delivery shipment carrier warehouse contact remarks audit reviewed total currency").split()
+LATENCY_REPEATS = 5
+
+
+def planted() -> dict[int, str]:
+    """Return the turn → identifier map: 50 identifiers of three kinds, on every sixth turn."""
+    kinds: list[Callable[[int], str]] = [
+        lambda n: f"INV-2024-{7000 + n:04d}",
+        lambda n: f"statement_{chr(97 + n % 26)}{n:02d}.pdf",
+        lambda n: f"https://erp.example.com/orders/ord-{chr(97 + n % 26)}{n:02d}",
+    ]
+    return {turn: kinds[n % 3](n) for n, turn in enumerate(range(3, TURNS, 6))}
+
+
+IDENTIFIERS = planted()
+
+
+def record(number: int) -> str:
+    """Return about 2 KB of record text, with the turn's identifier (if any) at a random place."""
+    rng = random.Random(number)
+    words = [rng.choice(WORDS) for _ in range(290)]
+    if number in IDENTIFIERS:
+        words.insert(rng.randrange(len(words)), IDENTIFIERS[number])
+    return "Record follows. " + " ".join(words) + "."
+
+
+class Meter:
+    """Wraps the offline model and counts the tokens of every request it is sent."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self.model = FunctionModel(self.respond, model_name=offline.MODEL_NAME,
+                                   profile={"context_window": WINDOW, "supported_native_tools": frozenset()})
+
+    def respond(self, messages: list[ModelMessage], info: AgentInfo) -> Any:
+        self.sizes.append(estimate_tokens(messages, calibrate=False) + len(info.instructions or "") // 4)
+        return offline.respond(messages, info)
+
+
+def make_agent(model: FunctionModel, capabilities: list[Any]) -> Agent:
+    agent = Agent(model, instructions="You look records up for the finance team.", capabilities=capabilities)
+
+    @agent.tool_plain
+    def fetch_record(number: int) -> str:
+        """Fetch a record by its number."""
+        return record(number)
+
+    return agent
+
+
+async def session(compacting: bool) -> dict[str, Any]:
+    """Play the 300 turns; with compaction, compact between turns as the job does."""
+    meter, summaries = Meter(), Meter()
+    summarizer = Summarizer(summaries.model)  # the offline model, metered: summary requests are tokens sent too
+    agent = make_agent(meter.model, [Compaction(config=SETTINGS)] if compacting else [])
+    bare = make_agent(Meter().model, [])
+    history: list[ModelMessage] = []
+    added: list[float] = []
+    jobs: list[float] = []
+    for turn in range(TURNS):
+        prompt = f"Please fetch record number {turn}."
+        if compacting:
+            added.append(await added_latency(agent, bare, prompt, history))
+        result = await agent.run(prompt, message_history=history)
+        history = result.all_messages()
+        if compacting:
+            started = time.perf_counter()
+            job = await compact_conversation_context(history, SETTINGS, OFFLINE_SPEC, summarizer=summarizer)
+            jobs.append(time.perf_counter() - started)
+            history = job.messages
+    return {"sizes": meter.sizes + summaries.sizes, "history": history, "added": added, "jobs": jobs}
+
+
+async def added_latency(agent: Agent, bare: Agent, prompt: str, history: list[ModelMessage]) -> float:
+    """Time the same turn with and without the capability, interleaved; return the added share of a turn."""
+    timings: dict[str, list[float]] = {"with": [], "without": []}
+    for _ in range(LATENCY_REPEATS):
+        for name, candidate in (("without", bare), ("with", agent)):
+            started = time.perf_counter()
+            await candidate.run(prompt, message_history=history)
+            timings[name].append(time.perf_counter() - started)
+    base = min(timings["without"])
+    return max(0.0, min(timings["with"]) - base) / base
+
+
+def held(history: list[ModelMessage]) -> int:
+    """Count the planted identifiers still present in what the model is given."""
+    text = repr(history)
+    return sum(identifier in text for identifier in IDENTIFIERS.values())
+
+
+def main() -> int:
+    with_compaction = asyncio.run(session(compacting=True))
+    without = asyncio.run(session(compacting=False))
+    peak = max(with_compaction["sizes"])
+    sent, sent_without = sum(with_compaction["sizes"]), sum(without["sizes"])
+    share = sent / sent_without
+    kept = held(with_compaction["history"])
+    p95 = statistics.quantiles(with_compaction["added"], n=20)[-1]
+    job_p95 = statistics.quantiles(with_compaction["jobs"], n=20)[-1]
+    figures = [
+        ("peak context tokens", f"{peak:,}", "tokens", f"< {WINDOW:,}", peak < WINDOW),
+        ("peak context tokens without compaction", f"{max(without['sizes']):,}", "tokens", "informative", True),
+        ("total tokens sent with compaction", f"{sent:,}", "tokens", "informative", True),
+        ("total tokens sent without compaction", f"{sent_without:,}", "tokens", "informative", True),
+        ("tokens sent with / without", f"{share:.1%}", "", "≤ 30%", share <= 0.30),
+        ("identifiers held at the end", f"{kept}", f"of {len(IDENTIFIERS)}", f"{len(IDENTIFIERS)}",
+         kept == len(IDENTIFIERS)),
+        ("latency added to user turns (p95)", f"{p95:.1%}", "of a turn", "≤ 10%", p95 <= 0.10),
+        ("compaction job after a reply (p95)", f"{job_p95 * 1000:.1f}", "ms", "informative, off the user's path",
+         True),
+    ]
+    for name, value, unit, target, _ in figures:
+        print(f"{name}: {value} {unit} (target {target})".replace("  ", " "))
+    return 0 if all(ok for *_, ok in figures) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""Compaction on message lists: clearing, the summary, the token estimate, the job entry point."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pydantic_ai.models
+import pytest
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from app.agents.compaction import (
+    FILE_TOKENS,
+    SUMMARY_HEADER,
+    Summarizer,
+    clear_tool_results,
+    compact,
+    compact_conversation_context,
+    estimate_tokens,
+    is_cleared,
+    is_summary,
+    summarize_middle,
+    summary_request_text,
+)
+from app.agents.offline import SUMMARY_MARKER, make_offline_model
+from app.agents.providers import OFFLINE_SPEC
+from app.skills.compaction import Config
+
+pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+
+FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 25  # ~2 KB
+
+
+def session(turns: int, calls_per_turn: int = 2, first: str = "Reconcile the invoices of March for ACME.") -> list:
+    """Build a history: each turn a prompt, tool calls with ~2 KB results naming a record, and an answer."""
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(first)], instructions="Be precise.")]
+    for turn in range(turns):
+        if turn:
+            messages.append(ModelRequest(parts=[UserPromptPart(f"Now look at batch {turn}.")]))
+        for call in range(calls_per_turn):
+            call_id = f"call-{turn}-{call}"
+            messages.append(ModelResponse(parts=[ToolCallPart("fetch_record", {"turn": turn, "n": call}, call_id)]))
+            content = f"Record REC-{turn:03d}{call} for file batch_{turn}_{call}.csv. {FILLER}"
+            messages.append(ModelRequest(parts=[ToolReturnPart("fetch_record", content, call_id)]))
+        messages.append(ModelResponse(parts=[TextPart(f"Batch {turn} checked.")]))
+    return messages
+
+
+def recording_summarizer(seen: list[dict], answer: str = "## Objective\n- reconcile") -> Summarizer:
+    """Return a summarizer on a FunctionModel that records what it was given."""
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = next(p.content for p in messages[-1].parts if isinstance(p, UserPromptPart))
+        seen.append({"text": prompt, "instructions": info.instructions or ""})
+        return ModelResponse(parts=[TextPart(answer)])
+
+    return Summarizer(FunctionModel(respond))
+
+
+def offline_summarizer() -> Summarizer:
+    return Summarizer(make_offline_model())
+
+
+def failing_summarizer() -> Summarizer:
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("the summary model is down")
+
+    return Summarizer(FunctionModel(respond))
+
+
+def config(**overrides) -> Config:
+    values = dict(compact_above=4_000, keep_recent_tool_results=1_000, minimum_worth_clearing=500,
+                  keep_recent_messages=1_500, tool_result_size_in_summary=300, total_size_in_summary=20_000)
+    return Config(**{**values, **overrides})
+
+
+def pairs_intact(messages: list[ModelMessage]) -> bool:
+    """Every tool result follows the response that made its call, in the very next message."""
+    for index, message in enumerate(messages):
+        if isinstance(message, ModelRequest):
+            ids = {p.tool_call_id for p in message.parts if isinstance(p, ToolReturnPart)}
+            if ids:
+                previous = messages[index - 1] if index else None
+                made = {p.tool_call_id for p in previous.parts if isinstance(p, ToolCallPart)} if isinstance(
+                    previous, ModelResponse) else set()
+                if not ids <= made:
+                    return False
+    return True
+
+
+def returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+# --- Estimate -------------------------------------------------------------------------------------
+
+
+def test_estimate_is_characters_over_four_with_files_flat():
+    text = ModelRequest(parts=[UserPromptPart("x" * 400)])
+    image = ModelRequest(parts=[UserPromptPart(["look", BinaryContent(b"\x89PNG" * 10_000, media_type="image/png")])])
+    assert estimate_tokens([text]) == 100 + 4
+    assert estimate_tokens([image]) == 1 + FILE_TOKENS + 4
+
+
+def test_estimate_follows_the_usage_the_provider_reported():
+    history = session(2)
+    raw = estimate_tokens(history, calibrate=False)
+    reported = ModelResponse(parts=[TextPart("ok")], usage=RequestUsage(input_tokens=int(raw * 1.5)))
+    assert estimate_tokens([*history, reported]) == pytest.approx(estimate_tokens([*history, reported], False) * 1.5,
+                                                                 rel=0.01)
+
+
+# --- Clearing -------------------------------------------------------------------------------------
+
+
+def test_clearing_keeps_each_call_its_id_and_the_current_turn():
+    history = session(3)
+    history.append(ModelRequest(parts=[UserPromptPart("And the last batch?")]))
+    history.append(ModelResponse(parts=[ToolCallPart("fetch_record", {"n": 9}, "now")]))
+    history.append(ModelRequest(parts=[ToolReturnPart("fetch_record", "Record REC-999 " + FILLER, "now")]))
+
+    cleared, count, freed = clear_tool_results(history, keep_recent_tokens=0, minimum_worth_clearing=1)
+
+    assert count == 6 and freed > 6 * 400
+    assert len(cleared) == len(history)
+    assert [p.tool_call_id for p in returns(cleared)] == [p.tool_call_id for p in returns(history)]
+    first = returns(cleared)[0]
+    assert first.content.startswith("[cleared to save space — call fetch_record again if you need it")
+    assert "REC-0000" in first.content  # the note names what the result was about
+    assert returns(cleared)[-1].content.startswith("Record REC-999")  # the current turn is never cleared
+    assert [m for m in cleared if isinstance(m, ModelResponse)] == [m for m in history if isinstance(m, ModelResponse)]
+
+
+def test_clearing_keeps_the_newest_tool_output():
+    history = session(4)
+    cleared, count, _ = clear_tool_results(history, keep_recent_tokens=1_200, minimum_worth_clearing=1,
+                                           protect_current_turn=False)
+    flags = [is_cleared(p) for p in returns(cleared)]
+    assert flags == [True] * 6 + [False] * 2  # two ~530-token results fit in 1,200
+    assert count == 6
+
+
+def test_minimum_worth_clearing_is_respected():
+    history = session(2)
+    unchanged, count, freed = clear_tool_results(history, 0, minimum_worth_clearing=100_000)
+    assert (count, freed) == (0, 0)
+    assert all(a is b for a, b in zip(unchanged, history, strict=True))
+    _, count, freed = clear_tool_results(history, 0, minimum_worth_clearing=900)
+    assert count == 2 and freed >= 900
+
+
+# --- Summary --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keep", [0, 100, 500, 900, 1_500, 2_500, 4_000])
+def test_summary_keeps_first_message_and_tail_verbatim_and_never_splits_a_call(keep):
+    history = session(5)
+    result = asyncio.run(summarize_middle(history, recording_summarizer([]), keep, 300, 20_000))
+
+    assert result.summarized
+    out = result.messages
+    assert out[0] is history[0]
+    assert is_summary(out[1]) and out[1].parts[0].content.startswith(SUMMARY_HEADER)
+    tail = out[2:]
+    assert all(a is b for a, b in zip(tail, history[-len(tail):], strict=True))
+    assert pairs_intact(out)
+    assert result.removed == history[1:len(history) - len(tail)]
+
+
+def test_only_one_summary_and_the_next_compaction_rewrites_it():
+    seen: list[dict] = []
+    history = session(4)
+    first = asyncio.run(summarize_middle(history, recording_summarizer(seen, "## Identifiers\n- ORD-42"), 600, 300,
+                                         20_000))
+    grown = [*first.messages, *session(4, first="ignored")[1:]]
+    second = asyncio.run(summarize_middle(grown, recording_summarizer(seen, "## Identifiers\n- ORD-42, ORD-43"), 600,
+                                          300, 20_000))
+
+    assert sum(is_summary(m) for m in second.messages) == 1
+    assert "ORD-42, ORD-43" in second.messages[1].parts[0].content
+    assert "The earlier summary" in seen[1]["text"] and "ORD-42" in seen[1]["text"]
+    assert SUMMARY_HEADER not in seen[1]["text"]
+
+
+def test_identifiers_from_tool_results_reach_the_offline_summary():
+    history = session(4)
+    # An identifier far into a result, beyond what the summarizer is shown of it.
+    late = returns(history)[2]
+    late.content = f"{FILLER} The signed contract is at https://files.example.org/contract-77.pdf"
+    settings = config(keep_recent_tool_results=0, minimum_worth_clearing=0, keep_recent_messages=600,
+                      tool_result_size_in_summary=200)
+    result = asyncio.run(compact(history, settings, offline_summarizer(), target=1_000))
+
+    assert result.cleared_count and result.summarized
+    summary = result.messages[1].parts[0].content
+    identifiers = summary.split("## Identifiers")[1]
+    for record in ("REC-0000", "REC-0001", "REC-0011", "REC-0020"):
+        assert record in identifiers
+    assert "https://files.example.org/contract-77.pdf" in identifiers
+    assert "batch_0_0.csv" in identifiers
+
+
+def test_compact_instructions_and_summary_instructions_reach_the_summarizer():
+    seen: list[dict] = []
+    settings = config(summary_instructions="Never lose a record id.", keep_recent_messages=200)
+    asyncio.run(compact(session(3), settings, recording_summarizer(seen), target=100_000, force_summary=True,
+                        instructions="keep every invoice number"))
+
+    assert len(seen) == 1
+    assert SUMMARY_MARKER in seen[0]["instructions"]
+    assert "keep every invoice number" in seen[0]["instructions"]
+    assert "Never lose a record id." in seen[0]["instructions"]
+    for heading in ("Objective", "Done so far", "Decisions", "Left to do", "Identifiers"):
+        assert f"## {heading}" in seen[0]["instructions"]
+
+
+def test_summarizer_sees_results_cut_and_the_whole_within_its_size():
+    history = session(6)
+    text = summary_request_text(history[0], history[1:], tool_result_chars=300, total_chars=3_000)
+    assert len(text) <= 3_000
+    assert "characters cut" in text
+    assert text.count("Tool fetch_record returned:") == 12  # every result is represented, however briefly
+
+
+def test_a_failing_summarizer_keeps_the_clearing_and_does_not_raise():
+    history = session(4)
+    settings = config(keep_recent_messages=200)
+    result = asyncio.run(compact(history, settings, failing_summarizer(), target=100, force_summary=True))
+
+    assert result.error and "the summary model is down" in result.error
+    assert result.cleared_count > 0 and not result.summarized
+    assert len(result.messages) == len(history)
+    assert result.tokens_after < result.tokens_before
+    assert "could not be written" in result.notice()
+
+
+def test_how_to_shorten_clear_never_summarizes():
+    seen: list[dict] = []
+    result = asyncio.run(compact(session(4), config(how_to_shorten="clear"), recording_summarizer(seen), target=10,
+                                 force_summary=True))
+    assert result.cleared_count and not result.summarized and not seen
+
+
+def test_summarize_only_keeps_tool_results():
+    result = asyncio.run(compact(session(4), config(how_to_shorten="summarize"), offline_summarizer(), target=10))
+    assert result.summarized and result.cleared_count == 0
+    assert not any(is_cleared(p) for p in returns(result.messages))
+
+
+# --- The job entry point --------------------------------------------------------------------------
+
+
+def test_job_compacts_only_above_the_threshold_and_slash_compact_always():
+    small = session(1)
+    untouched = asyncio.run(compact_conversation_context(small, config(), OFFLINE_SPEC))
+    assert not untouched.changed and untouched.messages == small
+
+    big = session(6)
+    settings = config()
+    result = asyncio.run(compact_conversation_context(big, settings, OFFLINE_SPEC))
+    assert result.changed and result.tokens_after < settings.compact_above
+
+    forced = asyncio.run(compact_conversation_context(session(3), config(keep_recent_messages=200), OFFLINE_SPEC,
+                                                      "keep every invoice number", force=True))
+    assert forced.summarized and "summarized" in forced.notice()
+
+
+def test_compaction_does_not_trigger_itself_again_from_stale_usage():
+    history = session(6)
+    history[-1].usage = RequestUsage(input_tokens=estimate_tokens(history[:-1], calibrate=False))
+    result = asyncio.run(compact_conversation_context(history, config(), OFFLINE_SPEC))
+    assert result.changed
+    again = asyncio.run(compact_conversation_context(result.messages, config(), OFFLINE_SPEC))
+    assert not again.changed
+
+
+def test_identifiers_beyond_the_cut_of_an_uncleared_result_still_reach_the_summary():
+    history = session(4)
+    returns(history)[2].content = f"{FILLER} Signed copy: https://files.example.org/contract-77.pdf"
+    settings = config(how_to_shorten="summarize", keep_recent_messages=600, tool_result_size_in_summary=200)
+    result = asyncio.run(compact(history, settings, offline_summarizer(), target=1_000))
+
+    assert result.summarized and not result.cleared_count
+    assert "https://files.example.org/contract-77.pdf" in result.summary.split("## Identifiers")[1]

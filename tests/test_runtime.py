@@ -191,8 +191,7 @@ def test_a_provider_error_fails_the_run_with_the_reason_and_keeps_the_message(ap
     page = client.get(f"/chat/{conversation_id}").text
     assert "Hello there" in page and "The run failed." in page and reason in page
     # The user can try again: the failed turn does not block the conversation.
-    assert client.post(f"/chat/{conversation_id}/messages", data={"text": "Again"}).status_code == 302
-    runtime.wait(send.__defaults__ and outcome(app, run_id)[0].id)
+    assert outcome(app, send(app, client, conversation_id, "Again"))[0].status == "failed"
 
 
 def test_a_missing_agent_fails_the_run_honestly(app, client, auth, scripted_model):

@@ -44,6 +44,8 @@ FILE_TOKENS = 1_000  # images and files: providers bill them by size, not by cha
 MESSAGE_TOKENS = 4  # role markers and separators around each message
 # Threshold compaction aims below this share of "Compact above", so the next turn does not trigger it again.
 TARGET_SHARE = 0.8
+# The provider's usage may scale the estimate by 1/MAX_RATIO to MAX_RATIO, no further.
+MAX_RATIO = 2.0
 # Stamped on responses kept across a compaction: their reported usage measured a history that is gone.
 USAGE_KEY = "skilldesk_compaction"
 IDENTIFIER = re.compile(
@@ -126,7 +128,7 @@ def usage_ratio(messages: Sequence[ModelMessage]) -> float:
         # Below a few hundred tokens the tool definitions dominate the count and the ratio means nothing.
         if estimated < 500:
             return 1.0
-        return min(2.0, max(0.5, message.usage.input_tokens / estimated))
+        return min(MAX_RATIO, max(1 / MAX_RATIO, message.usage.input_tokens / estimated))
     return 1.0
 
 

@@ -56,7 +56,7 @@ def open_calls(history: list[ModelMessage]) -> list[ToolCallPart]:
 
 
 def resume(run: Run, history: list[ModelMessage]) -> Resumption:
-    """Collect the answers to the calls the context leaves open; the run's message answers those still pending.
+    """Collect the answers to the calls the context leaves open; the run's message answers the pending ones.
 
     A typed message answers a pending question (or asks to revise a pending plan) with its text, which is
     then not sent again as a prompt; pending approvals are denied, and the message goes to the model.
@@ -119,7 +119,8 @@ def _add_result(outcome: Resumption, row: PendingCall) -> None:
 
 
 def record_answer(row: PendingCall, answer: dict[str, Any], user: User | None, *,
-                  resume_run_id: str | None = None, scope: str | None = None, reason: str | None = None) -> bool:
+                  resume_run_id: str | None = None, scope: str | None = None,
+                  reason: str | None = None) -> bool:
     """Answer a pending call once; returns False when someone answered it first. The caller commits."""
     now = utcnow()
     claimed = db.session.execute(
@@ -160,8 +161,8 @@ def store_requests(requests: DeferredToolRequests, message: Message, run_id: str
                           args=call.args_as_dict(), details=details, status="pending")
         if kind == "approval":
             row.approval = ApprovalRecord(
-                conversation_id=message.conversation_id, run_id=run_id, user_id=user_id, requested_by=user_email,
-                agent_id=agent_id, agent_name=agent_name, tool_name=call.tool_name,
+                conversation_id=message.conversation_id, run_id=run_id, user_id=user_id,
+                requested_by=user_email, agent_id=agent_id, agent_name=agent_name, tool_name=call.tool_name,
                 tool_call_id=call.tool_call_id, arguments=arguments_summary(call.args_as_dict()))
         db.session.add(row)
         db.session.flush()

@@ -183,7 +183,8 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
     try:
         with capture_run_messages() as captured:
             try:
-                built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id, turn.extras)
+                built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
+                                    turn.extras)
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
                     turn.prompt if turn.prompt or turn.deferred is None else None,
@@ -348,7 +349,7 @@ def recover_interrupted() -> int:
     for run in runs:
         run.status, run.finished_at = "failed", utcnow()
         run.error = "The server stopped while this run was in progress."
-        db.session.add(Message(conversation_id=run.conversation_id, role="assistant", content="", run_id=run.id,
-                               meta={"status": "failed", "error": run.error}))
+        db.session.add(Message(conversation_id=run.conversation_id, role="assistant", content="",
+                               run_id=run.id, meta={"status": "failed", "error": run.error}))
     db.session.commit()
     return len(runs)

@@ -16,3 +16,8 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(chat.bp, url_prefix="/chat")
     app.register_blueprint(runs.bp, url_prefix="/runs")
     app.register_blueprint(shares.bp)
+
+    from app.blueprints import credentials, model_picker
+
+    app.register_blueprint(credentials.bp, url_prefix="/credentials")
+    app.register_blueprint(model_picker.bp, url_prefix="/chat")

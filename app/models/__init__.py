@@ -3,6 +3,7 @@
 from app.models.agents import Agent, ModelConfig
 from app.models.approvals import ApprovalRecord, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
+from app.models.memories import Memory
 from app.models.shares import Share
 from app.models.tables import DataField, DataTable, Trigger
 from app.models.users import ROLES, User
@@ -14,6 +15,7 @@ __all__ = [
     "Conversation",
     "DataField",
     "DataTable",
+    "Memory",
     "Message",
     "ModelConfig",
     "PendingCall",

@@ -19,7 +19,14 @@ from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPErr
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model, ModelRequestContext
 
-from app.agents.compaction import CompactionResult, Summarizer, compact, estimate_tokens, threshold_target
+from app.agents.compaction import (
+    MAX_RATIO,
+    CompactionResult,
+    Summarizer,
+    compact,
+    estimate_tokens,
+    threshold_target,
+)
 from app.agents.providers import ModelSpec, build_model
 from app.agents.runtime import model_spec_for
 from app.extensions import db
@@ -118,7 +125,7 @@ class Compaction(AbstractCapability[Any]):
     _history: ProcessHistory = field(init=False, repr=False)
     _retried_steps: set[int] = field(init=False, default_factory=set, repr=False)
     _pending: list[ModelMessage] | None = field(init=False, default=None, repr=False)
-    _overhead: int = field(init=False, default=0, repr=False)
+    _overhead: int | None = field(init=False, default=None, repr=False)
     _summarizer: Summarizer | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -130,17 +137,24 @@ class Compaction(AbstractCapability[Any]):
 
     async def before_model_request(self, ctx: RunContext[Any],
                                    request_context: ModelRequestContext) -> ModelRequestContext:
-        self._overhead = _request_overhead(request_context)
+        limit = request_limit(ctx.model, ctx.model_settings)
+        if limit is None:
+            return request_context
+        if self._overhead is None:  # tool definitions barely change within a run
+            self._overhead = _request_overhead(request_context)
+        # Most requests are far below the window: skip the calibrated estimate (the ratio is at most MAX_RATIO).
+        if estimate_tokens(request_context.messages, calibrate=False) * MAX_RATIO + self._overhead <= limit:
+            return request_context
         return await self._history.before_model_request(ctx, request_context)
 
     async def shorten_if_needed(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         """Compact inline only when the request would not fit the context window otherwise."""
-        limit = request_limit(ctx.model, ctx.model_settings)
-        if limit is None or estimate_tokens(messages) + self._overhead <= limit:
+        limit, overhead = request_limit(ctx.model, ctx.model_settings), self._overhead or 0
+        if limit is None or estimate_tokens(messages) + overhead <= limit:
             return messages
-        target = min(threshold_target(self.config), limit - self._overhead)
+        target = min(threshold_target(self.config), limit - overhead)
         result = await compact(messages, self.config, self._summarizer_for(ctx), target=target)
-        if estimate_tokens(result.messages) + self._overhead > limit:
+        if estimate_tokens(result.messages) + overhead > limit:
             result = _merge(result, await compact(result.messages, self.config, self._summarizer_for(ctx),
                                                   target=target, aggressive=True, force_summary=True))
         return self._keep(result, messages)

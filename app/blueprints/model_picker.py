@@ -1,0 +1,37 @@
+"""The model picker's endpoint: store which allowed model a conversation's next turns run on."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from app.agents import turns
+from app.blueprints.chat import sidebar_page
+from app.conversations import get_own_conversation, transcript
+from app.extensions import db
+from app.htmx import is_htmx
+from app.skills.model_picker import choose_model, picker_for
+
+bp = Blueprint("model_picker", __name__)
+bp.add_app_template_global(picker_for, "model_picker")
+
+
+@bp.route("/<int:conversation_id>/model", methods=["POST"])
+def update(conversation_id: int):
+    conversation = get_own_conversation(conversation_id)
+    if conversation.agent is None or not conversation.agent.usable_by(current_user):
+        abort(403)
+    error = choose_model(conversation, request.form.get("model_config_id", ""))
+    if error:
+        db.session.rollback()
+        if is_htmx():
+            return render_template("chat/_composer_extras.html", conversation=conversation,
+                                   picker_error=error), 422
+        return render_template("chat/show.html", conversation=conversation, messages=transcript(conversation),
+                               run=turns.active_run(conversation), sidebar=sidebar_page(), search="",
+                               picker_error=error), 422
+    db.session.commit()
+    if is_htmx():
+        return render_template("chat/_composer_extras.html", conversation=conversation)
+    flash("The next answers will use the model you chose.")
+    return redirect(url_for("chat.show", conversation_id=conversation.id))

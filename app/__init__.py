@@ -24,7 +24,6 @@ def create_app(config: dict | None = None) -> Flask:
     login_manager.init_app(app)
     csrf.init_app(app)
     htmx.init_app(app)
-    jobs.init_app(app)
     security.init_app(app)
     errors.init_app(app)
     navigation.init_app(app)
@@ -37,5 +36,7 @@ def create_app(config: dict | None = None) -> Flask:
     from app import cli, skills
 
     skills.init_app(app)
+    # Last: tasks declared by blueprints and skills (@jobs.task) must be imported before huey binds them.
+    jobs.init_app(app)
     cli.init_app(app)
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from flask import abort
@@ -35,6 +36,27 @@ def sidebar_query(user_id: int, search: str = ""):
     return query
 
 
+@dataclass
+class SidebarPage:
+    """One page of the sidebar; `has_next` comes from fetching one row more, never from a count."""
+
+    items: list[Conversation]
+    page: int
+    has_next: bool
+
+    @property
+    def next_num(self) -> int:
+        return self.page + 1
+
+
+def sidebar_page(user_id: int, search: str = "", page: int = 1, per_page: int = 30) -> SidebarPage:
+    """Return a page of the user's conversations, newest first."""
+    page = max(page, 1)
+    rows = list(db.session.scalars(sidebar_query(user_id, search).limit(per_page + 1)
+                                   .offset((page - 1) * per_page)))
+    return SidebarPage(rows[:per_page], page, len(rows) > per_page)
+
+
 def transcript(conversation: Conversation) -> list[Message]:
     """Return the conversation's messages in order."""
     return list(db.session.scalars(
@@ -49,7 +71,8 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
     for message in messages:
         lines.append(f"## {names.get(message.role, message.role)} — {message.created_at:%Y-%m-%d %H:%M} UTC")
         for step in message.steps or []:
-            lines.append(f"- tool `{step.get('name')}` {step.get('args')} → {(step.get('result') or '')[:500]}")
+            result = (step.get("result") or "")[:500]
+            lines.append(f"- tool `{step.get('name')}` {step.get('args')} → {result}")
         status = (message.meta or {}).get("status")
         if status and status != "succeeded":
             lines.append(f"_({status}: {(message.meta or {}).get('error') or ''})_")

@@ -120,7 +120,8 @@ def check_header(line: str) -> str | None:
     return check_template(template)
 
 
-def fill_headers(lines: list[str], user_id: int | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def fill_headers(lines: list[str], user_id: int | None,
+                 environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Turn `Name: value` settings into headers, placeholders filled for the acting user."""
     headers = {}
     for line in lines:

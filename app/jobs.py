@@ -28,7 +28,7 @@ class Jobs:
     """Declare tasks once; bind them to each app's huey instance."""
 
     def __init__(self) -> None:
-        self._tasks: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        self._tasks: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {"ping": (ping, {})}
         self._periodic: dict[str, tuple[Callable[..., Any], Any]] = {}
 
     def task(self, **options: Any) -> Callable[[Callable[..., Any]], TaskHandle]:
@@ -87,6 +87,16 @@ class TaskHandle:
     def delay(self, *args: Any, **kwargs: Any) -> Any:
         """Queue the task; in immediate mode it runs before this returns."""
         return current_app.extensions["jobs"].tasks[self.name](*args, **kwargs)
+
+
+def ping(token: str) -> str:
+    """Answer from inside a job: proves queueing, the consumer and the app context (`PING.delay("x")`)."""
+    log.info("ping %s answered by %s", token, current_app.import_name)
+    return token
+
+
+# The built-in job, declared with the Jobs class itself since app.extensions imports this module.
+PING = TaskHandle("ping", ping)
 
 
 class EmbeddedConsumer(Consumer):

@@ -156,10 +156,17 @@ def test_the_stream_of_a_deactivated_user_ends(app, client, admin, other, script
     assert other_client.post(f"/chat/{conversation_id}/messages", data={"text": "Go"}).status_code == 302
     with app.app_context():
         run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
-    stream = other_client.get(f"/runs/{run_id}/events")
-    assert stream.status_code == 200 and stream.mimetype == "text/event-stream"
     chunks: list[bytes] = []
-    reader = threading.Thread(target=lambda: chunks.extend(stream.response), daemon=True)
+
+    def read() -> None:  # a streamed response must be read in the thread that opened it
+        stream = other_client.get(f"/runs/{run_id}/events")
+        assert stream.status_code == 200 and stream.mimetype == "text/event-stream"
+        try:
+            chunks.extend(stream.response)
+        finally:
+            stream.close()
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     deadline = time.monotonic() + 5
     while not any(b"event: text" in c for c in chunks) and time.monotonic() < deadline:
@@ -174,7 +181,6 @@ def test_the_stream_of_a_deactivated_user_ends(app, client, admin, other, script
         assert not any(b"event: end" in c for c in chunks)
     finally:
         release.set()
-        stream.close()
         runtime.wait(run_id)
 
 

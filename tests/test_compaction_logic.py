@@ -9,12 +9,14 @@ import pytest
 from pydantic_ai.messages import (
     BinaryContent,
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
+    repair_messages,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
@@ -25,23 +27,23 @@ from app.agents.compaction import (
     Summarizer,
     clear_tool_results,
     compact,
-    compact_conversation_context,
     estimate_tokens,
     is_cleared,
-    is_summary,
+    is_summary_part,
+    summaries,
     summarize_middle,
     summary_request_text,
 )
 from app.agents.offline import SUMMARY_MARKER, make_offline_model
 from app.agents.providers import OFFLINE_SPEC
-from app.skills.compaction import Config
+from app.skills.compaction import Config, compact_conversation_context
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
 FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 25  # ~2 KB
 
 
-def session(turns: int, calls_per_turn: int = 2, first: str = "Reconcile the invoices of March for ACME.") -> list:
+def session(turns: int, calls_per_turn: int = 2, first: str = "Reconcile the March invoices.") -> list:
     """Build a history: each turn a prompt, tool calls with ~2 KB results naming a record, and an answer."""
     messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(first)], instructions="Be precise.")]
     for turn in range(turns):
@@ -49,7 +51,8 @@ def session(turns: int, calls_per_turn: int = 2, first: str = "Reconcile the inv
             messages.append(ModelRequest(parts=[UserPromptPart(f"Now look at batch {turn}.")]))
         for call in range(calls_per_turn):
             call_id = f"call-{turn}-{call}"
-            messages.append(ModelResponse(parts=[ToolCallPart("fetch_record", {"turn": turn, "n": call}, call_id)]))
+            request = ToolCallPart("fetch_record", {"turn": turn, "n": call}, call_id)
+            messages.append(ModelResponse(parts=[request]))
             content = f"Record REC-{turn:03d}{call} for file batch_{turn}_{call}.csv. {FILLER}"
             messages.append(ModelRequest(parts=[ToolReturnPart("fetch_record", content, call_id)]))
         messages.append(ModelResponse(parts=[TextPart(f"Batch {turn} checked.")]))
@@ -98,7 +101,8 @@ def pairs_intact(messages: list[ModelMessage]) -> bool:
 
 
 def returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+    requests = [m for m in messages if isinstance(m, ModelRequest)]
+    return [p for m in requests for p in m.parts if isinstance(p, ToolReturnPart)]
 
 
 # --- Estimate -------------------------------------------------------------------------------------
@@ -106,7 +110,8 @@ def returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
 
 def test_estimate_is_characters_over_four_with_files_flat():
     text = ModelRequest(parts=[UserPromptPart("x" * 400)])
-    image = ModelRequest(parts=[UserPromptPart(["look", BinaryContent(b"\x89PNG" * 10_000, media_type="image/png")])])
+    png = BinaryContent(b"\x89PNG" * 10_000, media_type="image/png")
+    image = ModelRequest(parts=[UserPromptPart(["look", png])])
     assert estimate_tokens([text]) == 100 + 4
     assert estimate_tokens([image]) == 1 + FILE_TOKENS + 4
 
@@ -115,8 +120,8 @@ def test_estimate_follows_the_usage_the_provider_reported():
     history = session(2)
     raw = estimate_tokens(history, calibrate=False)
     reported = ModelResponse(parts=[TextPart("ok")], usage=RequestUsage(input_tokens=int(raw * 1.5)))
-    assert estimate_tokens([*history, reported]) == pytest.approx(estimate_tokens([*history, reported], False) * 1.5,
-                                                                 rel=0.01)
+    calibrated = estimate_tokens([*history, reported])
+    assert calibrated == pytest.approx(estimate_tokens([*history, reported], calibrate=False) * 1.5, rel=0.01)
 
 
 # --- Clearing -------------------------------------------------------------------------------------
@@ -137,7 +142,8 @@ def test_clearing_keeps_each_call_its_id_and_the_current_turn():
     assert first.content.startswith("[cleared to save space — call fetch_record again if you need it")
     assert "REC-0000" in first.content  # the note names what the result was about
     assert returns(cleared)[-1].content.startswith("Record REC-999")  # the current turn is never cleared
-    assert [m for m in cleared if isinstance(m, ModelResponse)] == [m for m in history if isinstance(m, ModelResponse)]
+    responses = [m for m in history if isinstance(m, ModelResponse)]
+    assert [m for m in cleared if isinstance(m, ModelResponse)] == responses
 
 
 def test_clearing_keeps_the_newest_tool_output():
@@ -168,9 +174,11 @@ def test_summary_keeps_first_message_and_tail_verbatim_and_never_splits_a_call(k
 
     assert result.summarized
     out = result.messages
-    assert out[0] is history[0]
-    assert is_summary(out[1]) and out[1].parts[0].content.startswith(SUMMARY_HEADER)
-    tail = out[2:]
+    # The first message, word for word, with the summary after it (in the same request).
+    assert out[0].parts[:-1] == list(history[0].parts) and out[0].instructions == history[0].instructions
+    assert is_summary_part(out[0].parts[-1]) and out[0].parts[-1].content.startswith(SUMMARY_HEADER)
+    tail = out[1:]
+    assert isinstance(tail[0], ModelResponse)
     assert all(a is b for a, b in zip(tail, history[-len(tail):], strict=True))
     assert pairs_intact(out)
     assert result.removed == history[1:len(history) - len(tail)]
@@ -178,17 +186,19 @@ def test_summary_keeps_first_message_and_tail_verbatim_and_never_splits_a_call(k
 
 def test_only_one_summary_and_the_next_compaction_rewrites_it():
     seen: list[dict] = []
-    history = session(4)
-    first = asyncio.run(summarize_middle(history, recording_summarizer(seen, "## Identifiers\n- ORD-42"), 600, 300,
-                                         20_000))
-    grown = [*first.messages, *session(4, first="ignored")[1:]]
-    second = asyncio.run(summarize_middle(grown, recording_summarizer(seen, "## Identifiers\n- ORD-42, ORD-43"), 600,
-                                          300, 20_000))
+    summarizer = recording_summarizer(seen, "## Identifiers\n- ORD-42")
+    first = asyncio.run(summarize_middle(session(4), summarizer, 600, 300, 20_000))
+    # The next run cleans the stored history (merging adjacent requests) and adds turns.
+    grown = repair_messages([*first.messages, *session(4, first="Next batch.")])
+    summarizer = recording_summarizer(seen, "## Identifiers\n- ORD-42, ORD-43")
+    second = asyncio.run(summarize_middle(grown, summarizer, 600, 300, 20_000))
+    stored = repair_messages(second.messages)
 
-    assert sum(is_summary(m) for m in second.messages) == 1
-    assert "ORD-42, ORD-43" in second.messages[1].parts[0].content
+    assert summaries(stored) == ["## Identifiers\n- ORD-42, ORD-43"]
+    assert stored[0].parts[0].content == "Reconcile the March invoices."
     assert "The earlier summary" in seen[1]["text"] and "ORD-42" in seen[1]["text"]
     assert SUMMARY_HEADER not in seen[1]["text"]
+    assert seen[1]["text"].count("Reconcile the March invoices.") == 1  # as the objective, not a message
 
 
 def test_identifiers_from_tool_results_reach_the_offline_summary():
@@ -201,7 +211,7 @@ def test_identifiers_from_tool_results_reach_the_offline_summary():
     result = asyncio.run(compact(history, settings, offline_summarizer(), target=1_000))
 
     assert result.cleared_count and result.summarized
-    summary = result.messages[1].parts[0].content
+    [summary] = summaries(result.messages)
     identifiers = summary.split("## Identifiers")[1]
     for record in ("REC-0000", "REC-0001", "REC-0011", "REC-0020"):
         assert record in identifiers
@@ -227,7 +237,7 @@ def test_summarizer_sees_results_cut_and_the_whole_within_its_size():
     history = session(6)
     text = summary_request_text(history[0], history[1:], tool_result_chars=300, total_chars=3_000)
     assert len(text) <= 3_000
-    assert "characters cut" in text
+    assert "… [cut short" in text
     assert text.count("Tool fetch_record returned:") == 12  # every result is represented, however briefly
 
 
@@ -245,13 +255,15 @@ def test_a_failing_summarizer_keeps_the_clearing_and_does_not_raise():
 
 def test_how_to_shorten_clear_never_summarizes():
     seen: list[dict] = []
-    result = asyncio.run(compact(session(4), config(how_to_shorten="clear"), recording_summarizer(seen), target=10,
-                                 force_summary=True))
+    settings = config(how_to_shorten="clear")
+    summarizer = recording_summarizer(seen)
+    result = asyncio.run(compact(session(4), settings, summarizer, target=10, force_summary=True))
     assert result.cleared_count and not result.summarized and not seen
 
 
 def test_summarize_only_keeps_tool_results():
-    result = asyncio.run(compact(session(4), config(how_to_shorten="summarize"), offline_summarizer(), target=10))
+    settings = config(how_to_shorten="summarize")
+    result = asyncio.run(compact(session(4), settings, offline_summarizer(), target=10))
     assert result.summarized and result.cleared_count == 0
     assert not any(is_cleared(p) for p in returns(result.messages))
 
@@ -269,7 +281,8 @@ def test_job_compacts_only_above_the_threshold_and_slash_compact_always():
     result = asyncio.run(compact_conversation_context(big, settings, OFFLINE_SPEC))
     assert result.changed and result.tokens_after < settings.compact_above
 
-    forced = asyncio.run(compact_conversation_context(session(3), config(keep_recent_messages=200), OFFLINE_SPEC,
+    settings = config(keep_recent_messages=200)
+    forced = asyncio.run(compact_conversation_context(session(3), settings, OFFLINE_SPEC,
                                                       "keep every invoice number", force=True))
     assert forced.summarized and "summarized" in forced.notice()
 
@@ -291,3 +304,20 @@ def test_identifiers_beyond_the_cut_of_an_uncleared_result_still_reach_the_summa
 
     assert result.summarized and not result.cleared_count
     assert "https://files.example.org/contract-77.pdf" in result.summary.split("## Identifiers")[1]
+
+
+def test_parallel_calls_stay_with_their_results_and_the_context_round_trips():
+    history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("Compare the suppliers.")])]
+    for turn in range(6):
+        calls = [ToolCallPart("fetch_record", {"n": n}, f"p{turn}-{n}") for n in range(3)]
+        history.append(ModelResponse(parts=[TextPart("Looking."), *calls]))
+        results = [ToolReturnPart("fetch_record", f"SUP-{turn}{n} {FILLER}", call.tool_call_id)
+                   for n, call in enumerate(calls)]
+        history.append(ModelRequest(parts=results))
+    history.append(ModelResponse(parts=[TextPart("Done.")]))
+    for keep in range(0, 6_000, 250):
+        settings = config(compact_above=10_000, keep_recent_messages=keep)
+        result = asyncio.run(compact(history, settings, offline_summarizer(), target=0))
+        assert pairs_intact(result.messages), keep
+    stored = ModelMessagesTypeAdapter.dump_json(result.messages)
+    assert ModelMessagesTypeAdapter.validate_json(stored) == result.messages

@@ -24,46 +24,8 @@ from app.agents import runtime
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent
 from app.skills.registry import Skill
+from tests.chat_driver import chat_model, outcome, send, start_chat, words
 from tests.conftest import make_agent
-
-
-def start_chat(app, client, **agent_kwargs) -> int:
-    """Create an agent and start a conversation with it through the app; returns its id."""
-    with app.app_context():
-        agent_id = make_agent(**agent_kwargs).id
-    response = client.post("/chat/", data={"agent_id": agent_id})
-    assert response.status_code == 302, response.text
-    return int(response.location.rstrip("/").rsplit("/", 1)[-1])
-
-
-def send(app, client, conversation_id: int, text: str, wait: bool = True) -> str:
-    """Send a message over HTTP; return the run id (after the run ended, unless wait is False)."""
-    response = client.post(f"/chat/{conversation_id}/messages", data={"text": text})
-    assert response.status_code == 302, response.text
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Message.run_id).where(
-            Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id.desc()))
-    if wait:
-        runtime.wait(run_id)
-    return run_id
-
-
-def outcome(app, run_id: str) -> tuple[Run, Message]:
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-        return run, message
-
-
-def words(*parts: str):
-    async def stream(messages, info):
-        for part in parts:
-            yield part
-
-    return stream
-
 
 # --- history --------------------------------------------------------------------------------------
 
@@ -75,7 +37,7 @@ def test_history_round_trips_across_turns(app, client, auth, scripted_model):
         yield f"Answer {len(seen)}."
 
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, model))
     first = send(app, client, conversation_id, "What is the capital of France?")
     second = send(app, client, conversation_id, "And of Italy?")
     assert outcome(app, first)[0].status == outcome(app, second)[0].status == "succeeded"
@@ -97,7 +59,7 @@ def test_history_round_trips_across_turns(app, client, auth, scripted_model):
 
 def test_transcript_and_usage_are_stored_per_message(app, client, auth, scripted_model):
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=scripted_model(stream_function=words("Hi ", "there")))
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, words("Hi ", "there")))
     run_id = send(app, client, conversation_id, "Hello")
     run, message = outcome(app, run_id)
     assert message.content == "Hi there" and message.meta["status"] == "succeeded"
@@ -159,7 +121,7 @@ def test_a_tools_exception_becomes_a_tool_result_and_the_run_finishes(app, clien
         yield f"The tool said: {returns[0].model_response_str()}"
 
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=scripted_model(stream_function=model),
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, model),
                                  skills=[{"name": "exploder", "config": {}}])
     run, message = outcome(app, send(app, client, conversation_id, "Explode"))
     assert run.status == "succeeded"
@@ -178,7 +140,7 @@ def test_a_provider_error_fails_the_run_with_the_reason_and_keeps_the_message(ap
         yield ""  # pragma: no cover - makes this an async generator
 
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, model))
     run_id = send(app, client, conversation_id, "Hello there")
     run, message = outcome(app, run_id)
     reason = "The provider answered 401: Incorrect API key provided: sk-***"
@@ -196,7 +158,7 @@ def test_a_provider_error_fails_the_run_with_the_reason_and_keeps_the_message(ap
 
 def test_a_missing_agent_fails_the_run_honestly(app, client, auth, scripted_model):
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=scripted_model(stream_function=words("x")))
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, words("x")))
     with app.app_context():
         conversation = db.session.get(Conversation, conversation_id)
         run = Run(conversation_id=conversation_id, user_id=conversation.user_id, agent_id=None, prompt="Hi")
@@ -242,7 +204,7 @@ def slow_stream(started: threading.Event, chunks: int = 400, delay: float = 0.02
 def test_stop_keeps_the_partial_output(app, client, auth, scripted_model):
     started = threading.Event()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=scripted_model(stream_function=slow_stream(started)))
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, slow_stream(started)))
     run_id = send(app, client, conversation_id, "Write a long essay", wait=False)
     assert started.wait(5)
     time.sleep(0.1)
@@ -285,7 +247,7 @@ def test_the_request_cap_leaves_the_turn_unfinished(app, client, auth, scripted_
         yield {0: DeltaToolCall(name="current_time", json_args="{}", tool_call_id=f"call-{len(calls)}")}
 
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=scripted_model(stream_function=model),
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, model),
                                  skills=[{"name": "clock", "config": {}}], max_requests=3)
     run, message = outcome(app, send(app, client, conversation_id, "Time, forever"))
     assert run.status == "unfinished" and len(calls) == 3
@@ -305,7 +267,7 @@ def test_events_are_numbered_and_end_with_the_message(app, client, auth, scripte
         yield "now."
 
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=scripted_model(stream_function=model),
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, model),
                                  skills=[{"name": "clock", "config": {}}])
     run_id = send(app, client, conversation_id, "time?")
     with app.app_context():
@@ -313,7 +275,7 @@ def test_events_are_numbered_and_end_with_the_message(app, client, auth, scripte
                                     .order_by(RunEvent.seq)).all()
         kinds = [e.type for e in stored]
         assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
-        assert kinds[0] == "status" and kinds[-1] == "end"
+        assert kinds[-1] == "end" and kinds.count("end") == 1
         assert kinds.index("tool_call") < kinds.index("tool_result") < kinds.index("text")
         assert "".join(e.data["delta"] for e in stored if e.type == "text") == "It is now."
         end = stored[-1].data

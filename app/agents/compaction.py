@@ -1,8 +1,8 @@
 """Compaction: shorten what the model is given, cheapest first, so a long conversation keeps fitting.
 
-Two steps, both pure transformations of a pydantic-ai message list: clear old tool results (free),
-then replace the middle of the conversation with one summary written by a model. The transcript the
-user sees is stored elsewhere and is never touched here.
+Two steps, both transformations of a pydantic-ai message list: clear old tool results (free), then
+replace the middle of the conversation by one summary a model writes. The transcript the user sees is
+stored elsewhere and never touched here.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from pydantic_ai.settings import ModelSettings
 
 from app.agents.offline import MODEL_NAME as OFFLINE_MODEL_NAME
 from app.agents.offline import SUMMARY_HEADINGS, SUMMARY_MARKER
-from app.agents.providers import ModelSpec, ModelUnavailable, build_model
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +43,7 @@ FILE_TOKENS = 1_000  # images and files: providers bill them by size, not by cha
 MESSAGE_TOKENS = 4  # role markers and separators around each message
 # Threshold compaction aims below this share of "Compact above", so the next turn does not trigger it again.
 TARGET_SHARE = 0.8
-# The provider's usage may scale the estimate by 1/MAX_RATIO to MAX_RATIO, no further.
+# The provider's reported usage may scale the estimate by 1/MAX_RATIO to MAX_RATIO, no further.
 MAX_RATIO = 2.0
 # Stamped on responses kept across a compaction: their reported usage measured a history that is gone.
 USAGE_KEY = "skilldesk_compaction"
@@ -96,19 +95,21 @@ class CompactionResult:
             done.append(f"{self.cleared_count} old tool result{'s' * (self.cleared_count != 1)} cleared")
         if self.summarized:
             done.append(f"{self.removed_messages} earlier messages summarized")
+        size = f"about {self.tokens_before:,} → {self.tokens_after:,} tokens"
         text = "The conversation was shortened for the model"
-        text += f" ({', '.join(done)}; about {self.tokens_before:,} → {self.tokens_after:,} tokens)." if done else "."
+        text += f" ({'; '.join([*done, size])})." if done else "."
         if self.error:
             text += " The summary could not be written, so only old tool results were cleared."
         return text
 
 
-# --- Token estimate -------------------------------------------------------------------------------
-
-
 def estimate_tokens(messages: Sequence[ModelMessage], calibrate: bool = True) -> int:
     """Estimate the tokens of a history: characters ÷ 4, files flat, scaled by the provider's last usage."""
-    raw = sum(_message_tokens(message) for message in messages) + _instruction_tokens(messages)
+    raw = sum(MESSAGE_TOKENS + sum(_part_tokens(p) for p in m.parts) for m in messages)
+    for message in reversed(messages):  # only the latest instructions are sent
+        if isinstance(message, ModelRequest) and message.instructions:
+            raw += _chars(message.instructions)
+            break
     return math.ceil(raw * usage_ratio(messages)) if calibrate else raw
 
 
@@ -132,10 +133,6 @@ def usage_ratio(messages: Sequence[ModelMessage]) -> float:
     return 1.0
 
 
-def _message_tokens(message: ModelMessage) -> int:
-    return MESSAGE_TOKENS + sum(_part_tokens(part) for part in message.parts)
-
-
 def _part_tokens(part: Any) -> int:
     if isinstance(part, BaseToolReturnPart):
         return _chars(part.model_response_str()) + FILE_TOKENS * len(part.files)
@@ -149,10 +146,8 @@ def _part_tokens(part: Any) -> int:
 def _content_tokens(content: Any) -> int:
     if content is None:
         return 0
-    if isinstance(content, str):
-        return _chars(content)
-    if isinstance(content, TextContent):
-        return _chars(content.content)
+    if isinstance(content, str | TextContent):
+        return _chars(content if isinstance(content, str) else content.content)
     if isinstance(content, MULTI_MODAL_CONTENT_TYPES):
         return FILE_TOKENS
     if isinstance(content, list | tuple):
@@ -160,65 +155,47 @@ def _content_tokens(content: Any) -> int:
     return _chars(json.dumps(content, default=str))
 
 
-def _instruction_tokens(messages: Sequence[ModelMessage]) -> int:
-    # Only the latest instructions are sent; older requests merely record theirs.
-    for message in reversed(messages):
-        if isinstance(message, ModelRequest) and message.instructions:
-            return _chars(message.instructions)
-    return 0
-
-
 def _chars(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def _mark_usage_stale(messages: list[ModelMessage], ratio: float) -> list[ModelMessage]:
-    """Stamp kept responses so their old usage no longer calibrates the estimate; keep the ratio it gave."""
-    stamp = {USAGE_KEY: {"ratio": round(ratio, 4)}}
-    return [replace(m, metadata={**(m.metadata or {}), **stamp}) if isinstance(m, ModelResponse) else m
-            for m in messages]
+
+def is_summary_part(part: Any) -> bool:
+    """Tell whether a message part is the compaction summary."""
+    return isinstance(part, UserPromptPart) and isinstance(part.content, str) and part.content.startswith(
+        SUMMARY_HEADER)
 
 
-# --- Structure ------------------------------------------------------------------------------------
-
-
-def is_summary(message: ModelMessage) -> bool:
-    """Tell whether a message is the compaction summary."""
-    return isinstance(message, ModelRequest) and any(
-        isinstance(part, UserPromptPart) and isinstance(part.content, str) and part.content.startswith(SUMMARY_HEADER)
-        for part in message.parts
-    )
+def summaries(messages: Sequence[ModelMessage]) -> list[str]:
+    """Return the text of the summaries in a history (one, unless something else wrote one)."""
+    return [p.content.removeprefix(SUMMARY_HEADER).strip() for m in messages if isinstance(m, ModelRequest)
+            for p in m.parts if is_summary_part(p)]
 
 
 def current_turn_start(messages: Sequence[ModelMessage]) -> int:
     """Return the index of the latest user prompt (not the summary): the turn the agent works on now."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if isinstance(message, ModelRequest) and not is_summary(message) and any(
-                isinstance(part, UserPromptPart) for part in message.parts):
+        if isinstance(message, ModelRequest) and any(
+                isinstance(p, UserPromptPart) and not is_summary_part(p) for p in message.parts):
             return index
     return 0
 
 
-def _answers_calls(message: ModelMessage) -> bool:
-    return isinstance(message, ModelRequest) and any(isinstance(p, BaseToolReturnPart) for p in message.parts)
-
-
 def mentioned(text: str, limit: int = 12, exclude: str = "") -> list[str]:
-    """Return the identifiers a text mentions (not those in `exclude`): codes, files and URLs before numbers."""
+    """Return the identifiers a text mentions, but not in `exclude`: codes, files, URLs, then numbers."""
     # A sentence's full stop is not part of a URL or a code.
-    found = [m for m in dict.fromkeys(m.rstrip(".,;:!?") for m in IDENTIFIER.findall(text)) if m not in exclude]
-    found.sort(key=lambda m: m.isdigit())  # stable: order of appearance within each kind
+    found = [m for m in dict.fromkeys(m.rstrip(".,;:!?") for m in IDENTIFIER.findall(text))
+             if m not in exclude]
+    found.sort(key=str.isdigit)  # stable: order of appearance within each kind
     return found[:limit]
 
-
-# --- Step 1: clear old tool results ---------------------------------------------------------------
 
 
 def cleared_note(part: ToolReturnPart) -> str:
     """Return the note that replaces a cleared tool result, naming what it mentioned."""
+    # A few tokens of identifiers tell the agent (and a later summary) what the result was about.
     ids = mentioned(part.model_response_str())
-    # The identifiers are a few tokens and let a later summary (and the agent) know what the result was about.
     also = f"; it mentioned {', '.join(ids)}" if ids else ""
     return f"{CLEARED_PREFIX} — call {part.tool_name} again if you need it{also}]"
 
@@ -237,38 +214,30 @@ def clear_tool_results(messages: Sequence[ModelMessage], keep_recent_tokens: int
     nothing changes unless clearing frees at least `minimum_worth_clearing` tokens.
     """
     protected_from = current_turn_start(messages) if protect_current_turn else len(messages)
-    kept = 0
-    targets: dict[tuple[int, int], str] = {}
-    freed = 0
+    kept = freed = 0
+    notes: dict[tuple[int, int], str] = {}
     for i in range(len(messages) - 1, -1, -1):
-        message = messages[i]
-        if not isinstance(message, ModelRequest):
+        if not isinstance(messages[i], ModelRequest):
             continue
-        for j in range(len(message.parts) - 1, -1, -1):
-            part = message.parts[j]
+        for j in range(len(messages[i].parts) - 1, -1, -1):
+            part = messages[i].parts[j]
             # Typed returns (tool search, capability loads) carry state pydantic-ai reads back: leave them.
             if type(part) is not ToolReturnPart or is_cleared(part):
                 continue
             tokens = _part_tokens(part)
             kept += tokens
-            if i >= protected_from or (kept <= keep_recent_tokens and not targets):
+            if i >= protected_from or (kept <= keep_recent_tokens and not notes):
                 continue
-            note = cleared_note(part)
-            targets[(i, j)] = note
-            freed += tokens - _chars(note)
-    if not targets or freed < max(minimum_worth_clearing, 1):
+            notes[(i, j)] = cleared_note(part)
+            freed += tokens - _chars(notes[(i, j)])
+    if not notes or freed < max(minimum_worth_clearing, 1):
         return list(messages), 0, 0
-    out: list[ModelMessage] = []
-    for i, message in enumerate(messages):
-        if isinstance(message, ModelRequest) and any((i, j) in targets for j in range(len(message.parts))):
-            parts = [replace(p, content=targets[(i, j)]) if (i, j) in targets else p
-                     for j, p in enumerate(message.parts)]
-            message = replace(message, parts=parts)
-        out.append(message)
-    return out, len(targets), freed
+    out = list(messages)
+    for i in {i for i, _ in notes}:
+        out[i] = replace(out[i], parts=[replace(p, content=notes[(i, j)]) if (i, j) in notes else p
+                                        for j, p in enumerate(out[i].parts)])
+    return out, len(notes), freed
 
-
-# --- Step 2: summarize the middle -----------------------------------------------------------------
 
 
 @dataclass
@@ -280,22 +249,20 @@ class Summarizer:
 
     async def __call__(self, text: str, instructions: str) -> str:
         agent = PydanticAgent(self.model, instructions=instructions, output_type=str, name="summarizer")
-        result = await agent.run(text, model_settings=self.settings)
-        return result.output
+        return (await agent.run(text, model_settings=self.settings)).output
 
 
 def summarizer_instructions(summary_instructions: str = "", instructions: str | None = None) -> str:
-    """Return the summarizer's instructions: the marker, the fixed headings, the agent's and the user's wishes."""
+    """Return the summarizer's instructions: the marker, the headings, the agent's and the user's wishes."""
     headings = ", ".join(f"## {h}" for h in SUMMARY_HEADINGS)
     lines = [
         SUMMARY_MARKER,
         "You write the summary that replaces the earlier part of a conversation between a user and an AI "
         "agent. The agent continues from your summary alone, so keep what it needs to carry on the work.",
-        f"Write under exactly these headings, in this order: {headings}.",
-        "Objective: what the user wants. Done so far: what has been done and found. Decisions: what was "
-        "decided and agreed. Left to do: what remains.",
-        "Identifiers: list every identifier that came up - record ids, file names, URLs, numbers the user "
-        "gave - exactly as written. Never drop one.",
+        f"Write under exactly these headings, in this order: {headings}. Objective: what the user wants. "
+        "Done so far: what has been done and found. Decisions: what was decided. Left to do: what remains.",
+        "Identifiers: every identifier that came up - record ids, file names, URLs, numbers the user gave - "
+        "exactly as written. Never drop one.",
         "If an earlier summary is given, rewrite it: carry over what still holds, update what changed.",
         "Tool results may be cut short or cleared; never invent what they said.",
     ]
@@ -309,15 +276,13 @@ def summarizer_instructions(summary_instructions: str = "", instructions: str | 
 def summary_request_text(first: ModelMessage, middle: Sequence[ModelMessage], tool_result_chars: int,
                          total_chars: int) -> str:
     """Return the text handed to the summarizer: each tool result cut, the whole within `total_chars`."""
-    prior = [_prompt_text(m).removeprefix(SUMMARY_HEADER).strip() for m in middle if is_summary(m)]
+    prior = summaries([first, *middle])
     head = [f"The conversation began with this request from the user: {_cut(_prompt_text(first), 1_000)}"]
     if prior:
-        head.append("The earlier summary, to rewrite (carry over what still holds):\n" + "\n".join(prior))
+        head.append("The earlier summary, to rewrite (carry over what holds):\n" + "\n".join(prior))
     head.append("The conversation since then:")
-    items = [line for m in middle if not is_summary(m) for line in _lines(m, tool_result_chars)]
-    fixed = "\n\n".join(head)
-    if len(fixed) > total_chars // 2:  # an oversized earlier summary must not crowd out the new messages
-        fixed = _cut(fixed, total_chars // 2)
+    fixed = _cut("\n\n".join(head), total_chars // 2)  # an old summary must not crowd out the new messages
+    items = [line for m in middle for line in _lines(m, tool_result_chars)]
     items = _fit(items, total_chars - len(fixed) - 2 - len(items))
     return (fixed + "\n\n" + "\n".join(items))[:total_chars]
 
@@ -330,7 +295,7 @@ def _lines(message: ModelMessage, tool_result_chars: int) -> list[str]:
             lines.append(f"Tool {part.tool_name} returned: {text}")
         elif isinstance(part, BaseToolCallPart):
             lines.append(f"Assistant called {part.tool_name}({part.args_as_json_str()}).")
-        elif isinstance(part, UserPromptPart):
+        elif isinstance(part, UserPromptPart) and not is_summary_part(part):
             lines.append(f"User: {_prompt_text(part)}")
         elif isinstance(part, TextPart) and part.content.strip():
             lines.append(f"Assistant: {part.content.strip()}")
@@ -340,29 +305,25 @@ def _lines(message: ModelMessage, tool_result_chars: int) -> list[str]:
 def _prompt_text(item: ModelMessage | UserPromptPart) -> str:
     parts = item.parts if isinstance(item, ModelRequest | ModelResponse) else [item]
     texts = []
-    for part in parts:
-        if isinstance(part, UserPromptPart):
-            for c in [part.content] if isinstance(part.content, str) else part.content:
-                texts.append(c if isinstance(c, str) else c.content if isinstance(c, TextContent) else "[file]")
+    for part in (p for p in parts if isinstance(p, UserPromptPart) and not is_summary_part(p)):
+        for c in [part.content] if isinstance(part.content, str) else part.content:
+            texts.append(c if isinstance(c, str) else c.content if isinstance(c, TextContent) else "[file]")
     return "\n".join(texts)
 
 
 def _cut(text: str, limit: int) -> str:
     """Cut text to about `limit` characters, naming the identifiers the cut-off part mentioned."""
-    if len(text) <= limit:
-        return text
-    if limit < 60:
+    if len(text) <= limit or limit < 60:
         return text[:max(limit, 0)]
-    head_size = limit
+    size = limit
     for _ in range(3):  # the note takes room from the head, which may move identifiers into the note
-        head = text[:head_size]
-        ids = mentioned(text[head_size:], limit=20, exclude=head)
-        note = f"… [{len(text) - head_size} characters cut" + (f"; it also mentioned: {', '.join(ids)}]" if ids
-                                                               else "]")
-        if head_size + len(note) <= limit or head_size <= limit // 2:
+        ids = mentioned(text[size:], limit=20, exclude=text[:size])
+        also = f"; it also mentioned: {', '.join(ids)}" if ids else ""
+        note = f"… [cut short{also}]"  # no count: a number here would pass for an identifier
+        if size + len(note) <= limit or size <= limit // 2:
             break
-        head_size = max(limit - len(note), limit // 2)
-    return head + note
+        size = max(limit - len(note), limit // 2)
+    return text[:size] + note
 
 
 def _fit(items: list[str], budget: int) -> list[str]:
@@ -371,25 +332,23 @@ def _fit(items: list[str], budget: int) -> list[str]:
         return items
     share, remaining = 0, max(budget, 0)
     for count, length in enumerate(sorted(map(len, items))):
-        equal = remaining // (len(items) - count)
-        if length > equal:
-            share = equal
+        if length > (share := remaining // (len(items) - count)):
             break
         remaining -= length
-    return [_cut(item, share) if len(item) > share else item for item in items]
+    return [_cut(item, share) for item in items]
 
 
 def tail_start(messages: Sequence[ModelMessage], keep_recent_tokens: int) -> int:
-    """Return where the verbatim tail begins: the newest `keep_recent_tokens`, never between a call and its result."""
+    """Return where the verbatim tail begins: the newest `keep_recent_tokens`, never inside a call pair."""
     start, total = len(messages), 0
     while start > 1:
-        tokens = _message_tokens(messages[start - 1])
+        tokens = MESSAGE_TOKENS + sum(_part_tokens(p) for p in messages[start - 1].parts)
         if total + tokens > keep_recent_tokens and start < len(messages):
             break
-        total += tokens
-        start -= 1
-    # A request answering tool calls stays with the response that made them.
-    while 1 < start < len(messages) and _answers_calls(messages[start]):
+        total, start = total + tokens, start - 1
+    # The tail opens with a response: a request answering tool calls stays with the response that made
+    # them, and a request right after the summary would be merged into it by pydantic-ai's history cleanup.
+    while 1 < start < len(messages) and isinstance(messages[start], ModelRequest):
         start -= 1
     return start
 
@@ -397,92 +356,70 @@ def tail_start(messages: Sequence[ModelMessage], keep_recent_tokens: int) -> int
 async def summarize_middle(messages: Sequence[ModelMessage], summarizer: Summarizer, keep_recent_tokens: int,
                            tool_result_chars: int, total_chars: int, summary_instructions: str = "",
                            instructions: str | None = None) -> CompactionResult:
-    """Replace everything between the first message and the recent tail by one summary (rewriting any earlier one)."""
+    """Replace all between the first message and the recent tail by one summary, rewriting any earlier one.
+
+    The summary is a part appended to the first request, where pydantic-ai's history cleanup would merge a
+    request of its own anyway; an earlier summary there is replaced.
+    """
     messages = list(messages)
     start = tail_start(messages, keep_recent_tokens)
     middle = messages[1:start]
-    if not any(not is_summary(m) for m in middle):
+    if all(is_summary_part(p) for m in middle for p in m.parts):
         return CompactionResult(messages)
     text = summary_request_text(messages[0], middle, tool_result_chars, total_chars)
     summary = (await summarizer(text, summarizer_instructions(summary_instructions, instructions))).strip()
     if not summary:
         raise ValueError("the summarizer returned an empty summary")
-    message = ModelRequest(parts=[UserPromptPart(f"{SUMMARY_HEADER}\n{summary}")])
-    return CompactionResult([messages[0], message, *messages[start:]], summarized=True, summary=summary,
-                            removed=middle, removed_messages=len(middle))
+    part = UserPromptPart(f"{SUMMARY_HEADER}\n{summary}")
+    first = messages[0]
+    if isinstance(first, ModelRequest):
+        head = [replace(first, parts=[*(p for p in first.parts if not is_summary_part(p)), part])]
+    else:
+        head = [first, ModelRequest(parts=[part])]
+    return CompactionResult([*head, *messages[start:]], summarized=True, summary=summary, removed=middle,
+                            removed_messages=len(middle))
 
-
-# --- Both steps -----------------------------------------------------------------------------------
 
 
 async def compact(messages: Sequence[ModelMessage], settings: Settings, summarizer: Summarizer | None, *,
                   target: int, aggressive: bool = False, force_summary: bool = False,
                   instructions: str | None = None) -> CompactionResult:
-    """Shorten a history below `target` tokens, cheapest first; a failed summary keeps the clearing and is reported.
+    """Shorten a history below `target` tokens, cheapest first; a failed summary keeps the clearing, reported.
 
     `aggressive` (the provider rejected the request) clears every old result and keeps a shorter tail;
-    `force_summary` (/compact) summarizes even when clearing was enough.
+    `force_summary` (/compact, overflow) summarizes even when clearing was enough.
     """
-    before = estimate_tokens(messages)
     ratio = usage_ratio(messages)
-    result = CompactionResult(list(messages), tokens_before=before)
-    how = settings.how_to_shorten
-    if how in ("both", "clear"):
-        keep, minimum = (0, 0) if aggressive else (settings.keep_recent_tool_results, settings.minimum_worth_clearing)
+    result = CompactionResult(list(messages), tokens_before=estimate_tokens(messages))
+    if settings.how_to_shorten in ("both", "clear"):
+        keep, minimum = settings.keep_recent_tool_results, settings.minimum_worth_clearing
+        if aggressive:
+            keep = minimum = 0
         result.messages, result.cleared_count, _ = clear_tool_results(result.messages, keep, minimum)
-    wanted = force_summary or _raw(result.messages, ratio) > target
-    if how in ("both", "summarize") and wanted and summarizer is not None:
+    wanted = force_summary or estimate_tokens(result.messages, calibrate=False) * ratio > target
+    if settings.how_to_shorten in ("both", "summarize") and wanted and summarizer is not None:
         keep_recent = settings.keep_recent_messages
         if aggressive:
-            keep_recent = min(keep_recent, max(target // 4, 1))
+            keep_recent = min(keep_recent, target // 4)
         try:
             summarized = await summarize_middle(
                 result.messages, summarizer, keep_recent, settings.tool_result_size_in_summary,
                 settings.total_size_in_summary, settings.summary_instructions, instructions)
-        except Exception as error:  # any provider or output failure: keep the clearing, report, carry on
+        except Exception as error:  # by design: a failed summary keeps the clearing, reported, never raised
             log.warning("compaction summary failed: %s", error, exc_info=True)
             result.error = f"{type(error).__name__}: {error}"
         else:
             if summarized.summarized:
-                result.messages, result.summarized = summarized.messages, True
-                result.summary, result.removed = summarized.summary, summarized.removed
-                result.removed_messages = summarized.removed_messages
-    if result.changed:
-        result.messages = _mark_usage_stale(result.messages, ratio)
+                summarized.cleared_count = result.cleared_count
+                summarized.tokens_before, result = result.tokens_before, summarized
+    if result.changed:  # kept responses' usage no longer describes this history; keep the ratio it gave
+        stamp = {USAGE_KEY: {"ratio": round(ratio, 4)}}
+        result.messages = [replace(m, metadata={**(m.metadata or {}), **stamp})
+                           if isinstance(m, ModelResponse) else m for m in result.messages]
     result.tokens_after = estimate_tokens(result.messages)
     return result
-
-
-def _raw(messages: Sequence[ModelMessage], ratio: float) -> int:
-    return math.ceil(estimate_tokens(messages, calibrate=False) * ratio)
 
 
 def threshold_target(settings: Settings) -> int:
     """Return the size threshold compaction aims for."""
     return int(settings.compact_above * TARGET_SHARE)
-
-
-async def compact_conversation_context(
-    messages: Sequence[ModelMessage], settings: Settings, model_spec: ModelSpec, instructions: str | None = None,
-    *, force: bool = False, summarizer: Summarizer | None = None,
-) -> CompactionResult:
-    """Compact a stored model context after a reply (above "Compact above") or on /compact (`force=True`).
-
-    `model_spec` is the configuration the summary is written with ("Summarize with" and "Summary model"
-    applied: `app.skills.compaction.summary_spec_for`); `summarizer` replaces it in tests and benchmarks.
-    Run it on the runtime loop; a failed summary does not raise but keeps the clearing and sets `error`.
-    """
-    tokens = estimate_tokens(messages)
-    if not force and tokens <= settings.compact_above:
-        return CompactionResult(list(messages), tokens_before=tokens, tokens_after=tokens)
-    error = None
-    if summarizer is None:
-        try:
-            summarizer = Summarizer(build_model(model_spec), model_spec.settings("summary"))
-        except ModelUnavailable as unavailable:  # a missing key: clearing alone still helps
-            log.warning("compaction cannot build the summary model: %s", unavailable)
-            error = f"The summary model is unavailable: {unavailable}"
-    result = await compact(messages, settings, summarizer, target=threshold_target(settings), force_summary=force,
-                           instructions=instructions)
-    result.error = result.error or error
-    return result

@@ -20,14 +20,17 @@ from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
+from app.agents.purge import conversation_purgers
 from app.extensions import db
-from app.models import ApprovalRecord, Message, PendingCall, Run, User
+from app.models import ApprovalRecord, Conversation, Message, PendingCall, Run, User
 from app.models.base import utcnow
 
 log = logging.getLogger(__name__)
 
-# Tools that talk to the user put this in their `CallDeferred` metadata to choose their card.
+# Tools that talk to the user put this in their `CallDeferred` metadata to choose their card,
 CARD_KEY = "card"
+# and this in their tool metadata, so that tool approval never asks whether they may ask.
+ASKS_USER = "asks_user"
 CARDS = ("plan", "question")
 ARGUMENTS_CHARS = 1_000
 SUPERSEDED = "The user did not decide on this call and wrote a new message instead."
@@ -98,7 +101,7 @@ def _answer_from_message(row: PendingCall, text: str | None) -> dict[str, Any]:
     if row.kind == "question" and text:
         return {"result": text}
     if row.kind == "plan" and text:
-        return {"result": revision_result(text)}
+        return {"result": revision_result(text), "changes": text}
     return {"result": NO_ANSWER}
 
 
@@ -136,7 +139,7 @@ def record_answer(row: PendingCall, answer: dict[str, Any], user: User | None, *
         record = db.session.get(ApprovalRecord, row.approval_id)
         record.status = "allowed" if answer.get("approved") else "denied"
         record.scope = scope or ("once" if answer.get("approved") else None)
-        record.reason = reason if reason is not None else answer.get("message")
+        record.reason = reason
         record.decided_by_id = user.id if user else None
         record.decided_by = user.email if user else None
         record.decided_at = now
@@ -214,3 +217,14 @@ def standing_approvals(app: Flask, conversation_id: int | None, run_id: str | No
         return await asyncio.get_running_loop().run_in_executor(None, grant, requests)
 
     return HandleDeferredToolCalls(handler=handle)
+
+
+def purge_pending(conversation: Conversation) -> None:
+    """Delete a purged conversation's cards: their arguments, plans and questions are its content.
+
+    The approval records stay: they are the audit trail, and hold only a clipped summary of the arguments.
+    """
+    db.session.execute(db.delete(PendingCall).where(PendingCall.conversation_id == conversation.id))
+
+
+conversation_purgers.append(purge_pending)

@@ -188,8 +188,12 @@ def first_words(text: str, limit: int = 40) -> str:
 
 def extractive_summary(text: str, instructions: str = "") -> str:
     """Summarize by extraction under the fixed headings, keeping every identifier."""
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
-    identifiers = sorted(set(_IDENTIFIER.findall(text)), key=text.find)
+    # An earlier summary in the text is carried over as sentences: without its bullets and headings, so
+    # rewriting a summary again and again does not nest them.
+    lines = [re.sub(r"^(?:[-*]\s+)+", "", s.strip()) for s in re.split(r"(?<=[.!?])\s+|\n+", text)]
+    sentences = [s for s in lines if s and not s.startswith("#") and s != "(none)"]
+    # A URL or code ending a sentence or a list does not own the punctuation after it.
+    identifiers = sorted({m.rstrip(".,;:") for m in _IDENTIFIER.findall(text)}, key=text.find)
     objective = next((s for s in sentences if not s.startswith(("#", "-", "["))), "")
     done = [s for s in sentences if re.search(r"\b(returned|called|created|found|updated|done)\b", s, re.I)]
     decided = [s for s in sentences if re.search(r"\b(decided|agreed|chose|will use|must)\b", s, re.I)]

@@ -43,7 +43,7 @@ from app.agents import events as run_events
 from app.agents.builder import AgentSpec, Person, build_agent
 from app.agents.providers import ModelSpec, ModelUnavailable
 from app.extensions import db
-from app.models import Agent, Conversation, Message, ModelConfig, Run, User
+from app.models import Agent, Conversation, Message, ModelConfig, Run, RunEvent, User
 from app.models.base import utcnow
 
 log = logging.getLogger(__name__)
@@ -141,6 +141,7 @@ def _prepare(run_id: str) -> Turn | None:
         return Turn(run_id, run.conversation_id, run.prompt or "", None, Person.of(user), [])
     history = load_history(conversation)
     resumption = deferred.resume(run, history)
+    extras = run_extras(run_id)
     db.session.commit()
     return Turn(
         run_id=run_id,
@@ -150,8 +151,16 @@ def _prepare(run_id: str) -> Turn | None:
         person=Person.of(user),
         history=history,
         deferred=resumption.results,
-        instructions=resumption.instructions,
+        instructions=[*resumption.instructions, *extras.get("instructions", [])],
+        extras=extras,
     )
+
+
+def run_extras(run_id: str) -> dict[str, Any]:
+    """Return the extras stored with the run's user message (see turns.send_message)."""
+    meta = db.session.scalar(db.select(Message.meta).where(Message.run_id == run_id, Message.role == "user")
+                             .order_by(Message.id).limit(1))
+    return dict((meta or {}).get("extras") or {})
 
 
 async def execute(app: Flask, run_id: str) -> str | None:
@@ -228,8 +237,9 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
 def provider_error(error: ModelHTTPError) -> str:
     """Say what the provider answered, as it said it."""
     body = error.body
-    if isinstance(body, dict):
-        body = (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body
+    if isinstance(body, dict):  # {"error": {"message": …}}, {"error": "…"}, or from openai {"message": …}
+        body = body["error"] if isinstance(body.get("error"), dict | str) else body
+        body = body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else body
     detail = body if isinstance(body, str) else json.dumps(body)[:500] if body else error.message
     return f"The provider answered {error.status_code}: {detail}"
 
@@ -289,6 +299,11 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     """
     run = db.session.get(Run, turn.run_id)
     conversation = db.session.get(Conversation, turn.conversation_id)
+    if run is None or conversation is None:  # deleted with its user while running: nothing to keep
+        return False
+    if conversation.deleted_at is not None:  # deleted while running: purged text must not come back
+        outcome.text, outcome.steps, outcome.error = [], {}, None
+        db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
     _usage_from_messages(outcome, len(turn.history))
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:

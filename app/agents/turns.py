@@ -17,13 +17,19 @@ def start_conversation(user: User, agent: Agent, title: str | None = None, sourc
     return conversation
 
 
-def send_message(conversation: Conversation, user: User, text: str, launch: bool = True) -> tuple[Message, Run]:
-    """Store the user's message and a queued run in one commit, then start the run."""
+def send_message(conversation: Conversation, user: User, text: str, launch: bool = True,
+                 extras: dict | None = None) -> tuple[Message, Run]:
+    """Store the user's message and a queued run in one commit, then start the run.
+
+    `extras` (JSON, written by server code only: a resolved page context, a trigger's row) are kept
+    on the message and handed to the run's skills; `extras["instructions"]` are added for that run.
+    """
     run = Run(conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id,
               prompt=text, trigger=conversation.source if conversation.source != "copy" else "chat")
     db.session.add(run)
     db.session.flush()
-    message = Message(conversation_id=conversation.id, role="user", content=text, run_id=run.id)
+    message = Message(conversation_id=conversation.id, role="user", content=text, run_id=run.id,
+                      meta={"extras": extras} if extras else {})
     db.session.add(message)
     conversation.updated_at = utcnow()
     db.session.commit()

@@ -21,3 +21,18 @@ def register_blueprints(app: Flask) -> None:
 
     app.register_blueprint(credentials.bp, url_prefix="/credentials")
     app.register_blueprint(model_picker.bp, url_prefix="/chat")
+
+    from app.blueprints import memories
+
+    app.register_blueprint(memories.bp, url_prefix="/memories")
+
+    from app.blueprints import approvals
+
+    app.register_blueprint(approvals.bp, url_prefix="/approvals")
+
+    from app.blueprints import data, hooks, tables_admin, triggers_admin
+
+    app.register_blueprint(data.bp, url_prefix="/data")
+    app.register_blueprint(hooks.bp, url_prefix="/hooks")
+    app.register_blueprint(tables_admin.bp, url_prefix="/admin/tables")
+    app.register_blueprint(triggers_admin.bp, url_prefix="/admin/triggers")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
+from app import conversations
 from app.agents import turns
 from app.agents.purge import purge_conversation
-from app.conversations import export_json, export_markdown, get_own_conversation, sidebar_query, transcript
+from app.conversations import export_json, export_markdown, get_own_conversation, transcript
 from app.extensions import db
 from app.htmx import is_htmx, retarget
 from app.models import Agent
@@ -23,10 +24,9 @@ def usable_agents() -> list[Agent]:
     return [agent for agent in agents if agent.usable_by(current_user)]
 
 
-def sidebar_page(page: int = 1, search: str = ""):
-    per_page = current_app.config["SIDEBAR_PAGE_SIZE"]
-    return db.paginate(sidebar_query(current_user.id, search), page=page, per_page=per_page,
-                       error_out=False, count=False)
+def sidebar_page(page: int = 1, search: str = "") -> conversations.SidebarPage:
+    """Return a page of the signed-in user's sidebar."""
+    return conversations.sidebar_page(current_user.id, search, page, current_app.config["SIDEBAR_PAGE_SIZE"])
 
 
 @bp.route("/")
@@ -65,6 +65,8 @@ def show(conversation_id: int):
 @bp.route("/<int:conversation_id>/messages", methods=["POST"])
 def send(conversation_id: int):
     conversation = get_own_conversation(conversation_id)
+    if current_user.role == "guest":  # guests read; they start and continue no chat (see create)
+        abort(403)
     text = (request.form.get("text") or "").strip()
     limit = current_app.config["MAX_MESSAGE_CHARS"]
     error = None

@@ -70,8 +70,8 @@ def _submit(config: ModelConfig | None):
     for key, value in values.items():
         setattr(config, key, value)
     if config.is_default:
-        db.session.execute(db.update(ModelConfig).where(ModelConfig.id != (config.id or -1))
-                           .values(is_default=False))
+        db.session.flush()  # a new configuration needs its id before the others are unset
+        db.session.execute(db.update(ModelConfig).where(ModelConfig.id != config.id).values(is_default=False))
     db.session.commit()
     flash(f"Saved the model configuration {config.name}.")
     return redirect(url_for("models.edit", config_id=config.id))

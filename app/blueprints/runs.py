@@ -11,7 +11,10 @@ from app.agents import events as run_events
 from app.agents import runtime
 from app.extensions import db
 from app.models import Message, Run
+from app.models.chat import RUN_STATUSES
+from app.security import admin_required
 from app.stream import encode_html, sse
+from app.triggers import history
 
 bp = Blueprint("runs", __name__)
 
@@ -25,6 +28,17 @@ def get_own_run(run_id: str) -> Run:
     if run is None or run.user_id != current_user.id or run.conversation.deleted_at is not None:
         abort(404)
     return run
+
+
+@bp.route("/")
+@admin_required
+def index():
+    """The admins' list of unattended runs: status, timing, the filled prompt, the transcript, the error."""
+    status = request.args.get("status")
+    page = db.paginate(history.unattended_runs(status, request.args.get("run")), per_page=history.PER_PAGE,
+                       error_out=False)
+    return render_template("runs/index.html", page=page, status=status, statuses=RUN_STATUSES,
+                           **history.run_details(page.items))
 
 
 @bp.route("/<run_id>/events")

@@ -36,11 +36,11 @@ class Record:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Hit(Record):
     """A record found by meaning; `distance` is cosine distance (0 identical, 1 unrelated, 2 opposite)."""
 
-    distance: float = 0.0
+    distance: float
 
 
 @register_embedding_function
@@ -322,7 +322,7 @@ def _replacing(
         for id_, metadata in zip(existing["ids"], existing["metadatas"] or [], strict=True)
     }
     return [
-        ({field: None for field in old_fields.get(id_, ())} | (metadata or {})) or None
+        ({key: None for key in old_fields.get(id_, ())} | (metadata or {})) or None
         for id_, metadata in zip(ids, metadatas, strict=True)
     ]
 

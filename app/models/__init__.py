@@ -5,7 +5,7 @@ from app.models.approvals import ApprovalRecord, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
 from app.models.memories import Memory
 from app.models.shares import Share
-from app.models.tables import DataField, DataTable, Trigger
+from app.models.tables import DataField, DataTable, Trigger, TriggerRun
 from app.models.users import ROLES, User
 
 __all__ = [
@@ -23,5 +23,6 @@ __all__ = [
     "RunEvent",
     "Share",
     "Trigger",
+    "TriggerRun",
     "User",
 ]

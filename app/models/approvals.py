@@ -8,6 +8,7 @@ and keeps the names as they were, because an audit trail that forgets who acted 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from sqlalchemy import JSON, ForeignKey, Index, String, Text
@@ -59,6 +60,11 @@ class PendingCall(db.Model):
     @property
     def pending(self) -> bool:
         return self.status == "pending"
+
+    @property
+    def arguments_json(self) -> str:
+        """Return the arguments as indented JSON, for the card."""
+        return json.dumps(self.args or {}, indent=2, ensure_ascii=False)
 
     def __repr__(self) -> str:
         return f"<PendingCall {self.id} {self.kind} {self.status}>"

@@ -109,3 +109,16 @@ class Trigger(db.Model):
 
     def __repr__(self) -> str:
         return f"<Trigger {self.id} {self.kind} {self.name!r}>"
+
+
+class TriggerRun(db.Model):
+    """Which trigger started a run, and on which row; kept, with the trigger's name, after it goes."""
+
+    __tablename__ = "trigger_runs"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    trigger_id: Mapped[int | None] = mapped_column(ForeignKey("triggers.id", ondelete="SET NULL"), index=True)
+    trigger_name: Mapped[str] = mapped_column(String(80))
+    table_name: Mapped[str | None] = mapped_column(String(40))
+    row_id: Mapped[int | None]
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -26,8 +27,9 @@ from app.agents.compaction import (
     compact,
     estimate_tokens,
     threshold_target,
+    usage_ratio,
 )
-from app.agents.providers import ModelSpec, build_model
+from app.agents.providers import ModelSpec, ModelUnavailable, build_model
 from app.agents.runtime import model_spec_for
 from app.extensions import db
 from app.models import Agent, Conversation, ModelConfig
@@ -47,8 +49,9 @@ class Config(BaseModel):
     model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
     compact_above: int = Field(100_000, ge=1_000, title="Compact above")
-    """The size, in tokens, at which the conversation gets shortened. Set it below the context window of the
-    model you are using - 100,000 is a safe start for a 200,000 token model. A token is roughly four characters."""
+    """The size, in tokens, at which the conversation gets shortened. Set it below the context window of
+    the model you are using - 100,000 is a safe start for a 200,000 token model. A token is roughly four
+    characters."""
 
     how_to_shorten: Literal["both", "clear", "summarize"] = Field("both", title="How to shorten")
     """Whether to clear old tool results, summarize older messages, or both. Both is recommended."""
@@ -79,8 +82,8 @@ class Config(BaseModel):
     """How much of each tool result (characters) is shown to the summarizer before it is cut short."""
 
     total_size_in_summary: int = Field(120_000, ge=2_000, title="Total size in summary")
-    """The limit, in characters, on the whole conversation handed to the summarizer. That request has to fit
-    in the context window as well."""
+    """The limit, in characters, on the whole conversation handed to the summarizer. That request has to
+    fit in the context window as well."""
 
     allow_compact: bool = Field(True, title="Allow /compact")
     """Whether the user may shorten the conversation on demand by typing /compact."""
@@ -89,15 +92,15 @@ class Config(BaseModel):
     """Whether to tell the user in the chat that the conversation was shortened."""
 
     keep_record: bool = Field(False, title="Keep a record")
-    """Whether to store what was summarized away, for looking at afterwards. It is not shown to the user or
-    to the agent."""
+    """Whether to store what was summarized away, for looking at afterwards. It is not shown to the user
+    or to the agent."""
 
     @field_validator("keep_recent_tool_results", "keep_recent_messages")
     @classmethod
     def below_threshold(cls, value: int, info: ValidationInfo) -> int:
         above = info.data.get("compact_above")
         if above is not None and value >= above:
-            raise ValueError(f"Keep this below Compact above ({above:,}), or nothing could ever be shortened.")
+            raise ValueError(f"Keep this below Compact above ({above:,}), or nothing could be shortened.")
         return value
 
 
@@ -116,86 +119,87 @@ class Compaction(AbstractCapability[Any]):
     """Compact inline only when the next request would not fit, and retry once when the provider overflows.
 
     Threshold compaction ("Compact above") runs after the reply as a job, so users never wait for it.
+    State is kept per run id rather than in a per-run copy: `for_run` would cost every turn a re-extraction.
     """
 
     config: Config
     summary_spec: ModelSpec | None = None
-    # Every compaction of the run, for the notice and the record; shared with the per-run copies.
+    # Every compaction made during runs, for the notice and the record.
     results: list[CompactionResult] = field(default_factory=list)
     _history: ProcessHistory = field(init=False, repr=False)
-    _retried_steps: set[int] = field(init=False, default_factory=set, repr=False)
-    _pending: list[ModelMessage] | None = field(init=False, default=None, repr=False)
+    _retried: dict[str | None, int] = field(init=False, default_factory=dict, repr=False)
+    _pending: dict[str | None, list[ModelMessage]] = field(init=False, default_factory=dict, repr=False)
     _overhead: int | None = field(init=False, default=None, repr=False)
-    _summarizer: Summarizer | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         # The history hook itself is pydantic-ai's: it replaces the request's and the run's messages alike.
         self._history = ProcessHistory(self.shorten_if_needed)
-
-    async def for_run(self, ctx: RunContext[Any]) -> Compaction:
-        return replace(self)
 
     async def before_model_request(self, ctx: RunContext[Any],
                                    request_context: ModelRequestContext) -> ModelRequestContext:
         limit = request_limit(ctx.model, ctx.model_settings)
         if limit is None:
             return request_context
-        if self._overhead is None:  # tool definitions barely change within a run
+        if self._overhead is None:  # tool definitions barely change
             self._overhead = _request_overhead(request_context)
-        # Most requests are far below the window: skip the calibrated estimate (the ratio is at most MAX_RATIO).
-        if estimate_tokens(request_context.messages, calibrate=False) * MAX_RATIO + self._overhead <= limit:
+        # This runs before every request: one pass over the history, the calibration only near the limit.
+        messages, room = request_context.messages, limit - self._overhead
+        raw = estimate_tokens(messages, calibrate=False)
+        if raw * MAX_RATIO <= room or raw * usage_ratio(messages) <= room:
             return request_context
         return await self._history.before_model_request(ctx, request_context)
 
-    async def shorten_if_needed(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
+    async def shorten_if_needed(self, ctx: RunContext[Any], messages: list[ModelMessage],
+                                ) -> list[ModelMessage]:
         """Compact inline only when the request would not fit the context window otherwise."""
         limit, overhead = request_limit(ctx.model, ctx.model_settings), self._overhead or 0
         if limit is None or estimate_tokens(messages) + overhead <= limit:
             return messages
         target = min(threshold_target(self.config), limit - overhead)
-        result = await compact(messages, self.config, self._summarizer_for(ctx), target=target)
+        summarizer = self.summarizer(ctx.model)
+        result = await compact(messages, self.config, summarizer, target=target)
         if estimate_tokens(result.messages) + overhead > limit:
-            result = _merge(result, await compact(result.messages, self.config, self._summarizer_for(ctx),
-                                                  target=target, aggressive=True, force_summary=True))
+            again = await compact(result.messages, self.config, summarizer, target=target, aggressive=True,
+                                  force_summary=True)
+            result = _merge(result, again)
         return self._keep(result, messages)
 
     async def prepare_model_request(self, ctx: RunContext[Any],
                                     request_context: ModelRequestContext) -> ModelRequestContext:
         # An attempt starts again from the history before the error: the retry must send the shortened one.
-        if self._pending is not None:
-            request_context.messages, self._pending = list(self._pending), None
+        pending = self._pending.pop(ctx.run_id, None)
+        if pending is not None:
+            request_context.messages = list(pending)
         return request_context
 
     async def on_model_request_error(self, ctx: RunContext[Any], *, request_context: ModelRequestContext,
                                      error: Exception) -> Any:
-        if not is_context_overflow(error) or ctx.run_step in self._retried_steps:
+        if not is_context_overflow(error) or self._retried.get(ctx.run_id) == ctx.run_step:
             raise error
-        self._retried_steps.add(ctx.run_step)
+        self._retried[ctx.run_id] = ctx.run_step  # once per request step
         messages = list(ctx.messages)
-        limit = request_limit(ctx.model, ctx.model_settings)
-        target = min(threshold_target(self.config), estimate_tokens(messages) // 2, *([limit] if limit else []))
-        result = await compact(messages, self.config, self._summarizer_for(ctx), target=target, aggressive=True,
-                               force_summary=True)
+        limit = request_limit(ctx.model, ctx.model_settings) or estimate_tokens(messages)
+        target = min(threshold_target(self.config), estimate_tokens(messages) // 2, limit)
+        result = await compact(messages, self.config, self.summarizer(ctx.model), target=target,
+                               aggressive=True, force_summary=True)
         if not result.changed:
             raise error
-        ctx.messages[:] = self._pending = self._keep(result, messages)
+        ctx.messages[:] = self._pending[ctx.run_id] = self._keep(result, messages)
         log.info("context overflow: compacted %s → %s tokens, retrying once", result.tokens_before,
                  result.tokens_after)
         raise RetryModelRequest()
+
+    def summarizer(self, run_model: Model) -> Summarizer:
+        """Return the summarizer: "Summarize with" / "Summary model" if set, else the run's own model."""
+        if self.summary_spec is None:
+            return Summarizer(run_model)
+        return Summarizer(build_model(self.summary_spec), self.summary_spec.settings("summary"))
 
     def _keep(self, result: CompactionResult, original: list[ModelMessage]) -> list[ModelMessage]:
         if not result.changed:
             return original
         self.results.append(result)
         return result.messages
-
-    def _summarizer_for(self, ctx: RunContext[Any]) -> Summarizer:
-        if self._summarizer is None:
-            if self.summary_spec is not None:
-                self._summarizer = Summarizer(build_model(self.summary_spec), self.summary_spec.settings("summary"))
-            else:
-                self._summarizer = Summarizer(ctx.model)
-        return self._summarizer
 
 
 def request_limit(model: Model, settings: Any) -> int | None:
@@ -208,7 +212,7 @@ def request_limit(model: Model, settings: Any) -> int | None:
 
 
 def _request_overhead(request_context: ModelRequestContext) -> int:
-    """Estimate the tokens of the tool definitions and instructions a request carries besides its messages."""
+    """Estimate the tokens of the tool definitions and instructions a request carries beside its messages."""
     parameters = request_context.model_request_parameters
     tools = [{"name": t.name, "description": t.description, "parameters": t.parameters_json_schema}
              for t in parameters.function_tools]
@@ -224,17 +228,44 @@ def _merge(first: CompactionResult, second: CompactionResult) -> CompactionResul
     return second
 
 
-def summary_spec_for(config: Config, agent_spec: ModelSpec | None) -> ModelSpec | None:
-    """Return the configuration summaries are written with; None means the run's own model (in an app context).
+async def compact_conversation_context(
+    messages: Sequence[ModelMessage], settings: Config, model_spec: ModelSpec,
+    instructions: str | None = None, *, force: bool = False, summarizer: Summarizer | None = None,
+) -> CompactionResult:
+    """Compact a stored model context after a reply (above "Compact above") or on /compact (`force=True`).
 
-    A "Summarize with" configuration that no longer exists falls back to the agent's model, with a warning.
+    `model_spec` is the configuration the summary is written with (`summary_spec_for` applies "Summarize
+    with" and "Summary model"); `summarizer` replaces it in tests and benchmarks. Run it on the runtime
+    loop; a failed summary does not raise but keeps the clearing and sets `error`.
+    """
+    tokens = estimate_tokens(messages)
+    if not force and tokens <= settings.compact_above:
+        return CompactionResult(list(messages), tokens_before=tokens, tokens_after=tokens)
+    error = None
+    if summarizer is None:
+        try:
+            summarizer = Summarizer(build_model(model_spec), model_spec.settings("summary"))
+        except ModelUnavailable as unavailable:  # a missing key: clearing alone still helps
+            log.warning("compaction cannot build the summary model: %s", unavailable)
+            error = f"The summary model is unavailable: {unavailable}"
+    result = await compact(messages, settings, summarizer, target=threshold_target(settings),
+                           force_summary=force, instructions=instructions)
+    result.error = result.error or error
+    return result
+
+
+def summary_spec_for(config: Config, agent_spec: ModelSpec | None) -> ModelSpec | None:
+    """Return the configuration summaries are written with (needs an app context).
+
+    Without "Summarize with" it is the agent's own (`agent_spec`; None in a run means the run's model). A
+    "Summarize with" configuration that no longer exists falls back to the agent's, with a warning.
     """
     spec = agent_spec
     if config.summarize_with is not None:
         model_config = db.session.get(ModelConfig, config.summarize_with)
         if model_config is None:
-            log.warning("compaction: model configuration %s no longer exists; summarizing with the agent's model",
-                        config.summarize_with)
+            log.warning("compaction: model configuration %s no longer exists; summarizing with the agent's "
+                        "model", config.summarize_with)
         else:
             spec = ModelSpec.of(model_config)
     if config.summary_model and spec is not None:

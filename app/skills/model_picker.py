@@ -20,7 +20,7 @@ NAME = "model_picker"
 class Config(BaseModel):
     model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
-    models: list[str] = Field(default_factory=list, title="Models")
+    models: list[str] = Field(default_factory=list, title="Models", validate_default=True)
     """The model configurations the user may choose from, one per line, by name or id. The agent's own
     model is always offered too, as the default."""
 
@@ -78,12 +78,13 @@ def picker_for(conversation: Conversation | None) -> Picker | None:
         return None
     default = agent.model_config or db.session.scalar(
         db.select(ModelConfig).where(ModelConfig.is_default.is_(True)))
-    current = conversation.model_config_id if any(m.id == conversation.model_config_id for m in choices) else None
+    picked = conversation.model_config_id
+    current = picked if any(model.id == picked for model in choices) else None
     return Picker(default.name if default else "Built-in offline model", choices, current)
 
 
 def choose_model(conversation: Conversation, raw: str) -> str | None:
-    """Store the user's pick for the conversation's next turns; return an error message instead if not allowed.
+    """Store the user's pick for the conversation's next turns, or return why it is not allowed.
 
     An empty choice goes back to the agent's own model. The caller commits.
     """
@@ -101,5 +102,5 @@ def choose_model(conversation: Conversation, raw: str) -> str | None:
     return None
 
 
-skill = Skill(name=NAME, title="Model picker", config=Config, build=build, description=__doc__.strip().split("\n")[0],
-              gives_tools=False)
+skill = Skill(name=NAME, title="Model picker", config=Config, build=build, gives_tools=False,
+              description="Let the user pick, in the chat, one of the models allowed for this agent.")

@@ -22,6 +22,20 @@ ENTRY_POINT_GROUP = "skilldesk.skills"
 # Built-in skills are modules exposing `skill`, loaded exactly like third-party ones.
 BUILTINS: tuple[str, ...] = (
     "app.skills.clock",
+    "app.skills.subagent",
+    "app.skills.mcp",
+    "app.skills.model_picker",
+    "app.skills.actions",
+    "app.skills.plan_approval",
+    "app.skills.ask_user",
+    "app.skills.tool_approval",
+    "app.skills.memory",
+    "app.skills.web_search",
+    "app.skills.http_request",
+    "app.skills.javascript",
+    "app.skills.generated_code",
+    "app.skills.table",
+    "app.skills.preload_data",
 )
 
 Built = AbstractCapability[Any] | AbstractToolset[Any]

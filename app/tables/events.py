@@ -49,5 +49,5 @@ def emit(event: TableEvent) -> None:
         try:
             listener(event)
         except Exception:  # the row is committed already: a trigger must never undo or block it
-            log.exception("table event listener %s failed on %s %s #%s", getattr(listener, "__name__", listener),
-                          event.table, event.action, event.row_id)
+            log.exception("table event listener %s failed on %s %s #%s",
+                          getattr(listener, "__name__", listener), event.table, event.action, event.row_id)

@@ -112,7 +112,7 @@ def parse_kind(kind: str, raw: Any, choices: list[str] | tuple[str, ...] = ()) -
 
 def _text(raw: Any, limit: int = TEXT_MAX) -> str:
     if isinstance(raw, dict | list):
-        raise ValueError("expected text")
+        raise ValueError("is not text")
     text = str(raw)
     if len(text) > limit:
         raise ValueError(f"is too long ({len(text):,} characters; at most {limit:,})")
@@ -232,6 +232,8 @@ def form_value(kind: str, value: Any) -> str:
     """Return the value as an HTML input expects it."""
     if value is None:
         return ""
+    if kind == "boolean":
+        return "yes" if value else "no"
     if kind == "datetime" and isinstance(value, datetime):
         return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
     if isinstance(value, Decimal):

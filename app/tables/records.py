@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask_sqlalchemy.pagination import SelectPagination
-from sqlalchemy import Select, Table, and_, false, or_, select
+from sqlalchemy import Select, Table, and_, false, func, literal_column, or_, select
 
 from app.extensions import db
 from app.models import DataField, DataTable
@@ -24,6 +24,7 @@ OPERATORS: dict[str, str] = {
     "gt": "is more than", "ge": "is at least", "empty": "is empty", "set": "is not empty",
 }
 ORDERED_OPERATORS = ("lt", "le", "gt", "ge")
+COUNT_LIMIT = 10_000
 
 
 class UnknownField(LookupError):
@@ -55,11 +56,42 @@ class Filter:
 
 
 class RowPagination(SelectPagination):
-    """Flask-SQLAlchemy's pagination over a Core select: items are row mappings, not ORM objects."""
+    """Flask-SQLAlchemy's pagination over a Core select: items are row mappings, not ORM objects.
+
+    The total is counted up to COUNT_LIMIT rows only, so that a page of a huge table costs about
+    what a page of a small one does; past that the page says "more than" and Next still works.
+    """
+
+    more = False
+    capped = False
 
     def _query_items(self) -> list[Any]:
-        query = self._query_args["select"].limit(self.per_page).offset(self._query_offset)
-        return [dict(row) for row in self._query_args["session"].execute(query).mappings()]
+        query = self._query_args["select"].limit(self.per_page + 1).offset(self._query_offset)
+        rows = [dict(row) for row in self._query_args["session"].execute(query).mappings()]
+        self.more = len(rows) > self.per_page
+        return rows[: self.per_page]
+
+    def _query_count(self) -> int:
+        limited = (self._query_args["select"].with_only_columns(literal_column("1")).order_by(None)
+                   .limit(COUNT_LIMIT + 1).subquery())
+        total = self._query_args["session"].execute(select(func.count()).select_from(limited)).scalar()
+        self.capped = total > COUNT_LIMIT
+        return min(total, COUNT_LIMIT)
+
+    @property
+    def pages(self) -> int:
+        if not self.capped:
+            return super().pages
+        return max(super().pages, self.page + (1 if self.more else 0))
+
+    @property
+    def total_text(self) -> str:
+        """Say how many rows match: exactly, or "more than 10,000"."""
+        return f"more than {self.total:,}" if self.capped else f"{self.total:,}"
+
+    @property
+    def has_next(self) -> bool:
+        return self.more
 
 
 def column_of(definition: DataTable, table: Table, name: str):
@@ -115,7 +147,8 @@ def _any_choice(definition: DataTable, item: Filter) -> tuple[str, ...]:
 def search_clause(definition: DataTable, table: Table, text: str):
     """Return the WHERE clause matching text in any field: contained in text, equal for numbers."""
     text = text.strip()
-    clauses = [table.c[f.name].icontains(text, autoescape=True) for f in definition.fields if f.kind in TEXT_KINDS]
+    clauses = [table.c[f.name].icontains(text, autoescape=True)
+               for f in definition.fields if f.kind in TEXT_KINDS]
     for field in definition.fields:
         if field.kind in NUMBER_KINDS or field.kind in ("date", "boolean"):
             try:
@@ -183,7 +216,7 @@ def validate(definition: DataTable, data: Mapping[str, Any], partial: bool = Fal
         try:
             value = parse(field, data.get(field.name))
         except ValueError as error:
-            errors[field.name] = _sentence(error)
+            errors[field.name] = _sentence(field, error)
             continue
         if value is None and field.required:
             errors[field.name] = f"{field.label} is required."
@@ -201,9 +234,9 @@ def _link_exists(field: DataField, row_id: int) -> bool:
     return db.session.scalar(select(table.c.id).where(table.c.id == row_id)) is not None
 
 
-def _sentence(error: ValueError) -> str:
-    text = str(error)
-    text = text[0].upper() + text[1:] if text else "Not valid"
+def _sentence(field: DataField, error: ValueError) -> str:
+    text = str(error) or "is not valid"
+    text = f"{field.label} {text}" if text.startswith("is ") else text[0].upper() + text[1:]
     return text if text.endswith(".") else text + "."
 
 
@@ -233,11 +266,13 @@ def update_row(definition: DataTable, row_id: int, values: dict[str, Any], user_
     db.session.commit()
     row = get_row(definition, row_id) or {}
     if emit:
-        events.emit(events.TableEvent(name, "update", row_id, json_row(row), json_row(previous), user_id, run_id))
+        events.emit(events.TableEvent(name, "update", row_id, json_row(row), json_row(previous), user_id,
+                                      run_id))
     return row
 
 
-def delete_row(definition: DataTable, row_id: int, user_id: int | None = None, run_id: str | None = None) -> bool:
+def delete_row(definition: DataTable, row_id: int, user_id: int | None = None,
+               run_id: str | None = None) -> bool:
     """Delete a row, commit, and emit the delete event; False when there was no row."""
     table = sql_table(definition)
     previous = get_row(definition, row_id)
@@ -246,7 +281,8 @@ def delete_row(definition: DataTable, row_id: int, user_id: int | None = None, r
     db.session.execute(table.delete().where(table.c.id == row_id))
     name = definition.name
     db.session.commit()
-    events.emit(events.TableEvent(name, "delete", row_id, json_row(previous), json_row(previous), user_id, run_id))
+    gone = json_row(previous)
+    events.emit(events.TableEvent(name, "delete", row_id, gone, gone, user_id, run_id))
     return True
 
 

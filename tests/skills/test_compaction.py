@@ -21,15 +21,17 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from app.agents.compaction import estimate_tokens, is_cleared, is_summary
+from app.agents.compaction import estimate_tokens, is_cleared, summaries
 from app.agents.offline import SUMMARY_MARKER, extractive_summary
+from app.agents.providers import OFFLINE_SPEC
 from app.skills.compaction import Compaction, Config, is_context_overflow, skill
 from app.skills.registry import SkillContext
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
 SEED_LABELS = [
-    "Compact above", "How to shorten", "Keep recent tool results", "Minimum worth clearing", "Keep recent messages",
+    "Compact above", "How to shorten", "Keep recent tool results", "Minimum worth clearing",
+    "Keep recent messages",
     "Summary instructions", "Summarize with", "Summary model", "Tool result size in summary",
     "Total size in summary", "Allow /compact", "Show a notice", "Keep a record",
 ]
@@ -100,7 +102,8 @@ def test_the_settings_form_is_the_seed_table_with_a_description_per_field():
     assert [prop["title"] for prop in schema.values()] == SEED_LABELS
     assert all(prop.get("description") for prop in schema.values())
     defaults = Config()
-    assert (defaults.compact_above, defaults.how_to_shorten, defaults.allow_compact) == (100_000, "both", True)
+    assert (defaults.compact_above, defaults.how_to_shorten) == (100_000, "both")
+    assert defaults.allow_compact and defaults.show_notice and not defaults.keep_record
 
 
 def test_settings_refuse_keeping_more_than_the_threshold_and_unknown_keys():
@@ -119,7 +122,8 @@ def test_overflow_answers_are_recognized():
     assert is_context_overflow(ModelHTTPError.for_category(ModelContextWindowExceededError, status_code=400,
                                                            model_name="gpt"))
     assert is_context_overflow(http(400, LLAMA_CPP_BODY))
-    assert is_context_overflow(http(400, {"error": "prompt too long; exceeded max context length by 812 tokens"}))
+    ollama = {"error": "prompt too long; exceeded max context length by 812 tokens"}
+    assert is_context_overflow(http(400, ollama))
     assert is_context_overflow(http(400, "This model's maximum context length is 8192 tokens"))
     assert not is_context_overflow(http(400, {"error": "invalid tool schema"}))
     assert not is_context_overflow(http(500, "context length"))
@@ -145,9 +149,9 @@ def test_overflow_compacts_and_retries_exactly_once(error):
     assert len(script.summaries) == 1 and len(capability.results) == 1
     sent = script.requests[1]
     assert sent[0].parts[0].content == "Audit the records of ACME."  # the first message, verbatim
-    assert sum(is_summary(m) for m in sent) == 1
+    assert len(summaries(sent)) == 1
     assert sent[-1].parts[-1].content == "Which records failed?"
-    assert sum(is_summary(m) for m in result.all_messages()) == 1  # the stored context is the shortened one
+    assert len(summaries(result.all_messages())) == 1  # the stored context is the shortened one
 
 
 def test_a_second_overflow_is_not_retried_again():
@@ -184,7 +188,8 @@ def test_overflow_while_streaming_retries_once():
 
 def test_nothing_happens_inline_while_the_request_fits_the_window():
     script = Script(context_window=200_000)
-    agent, capability = agent_with(script)  # Compact above is 3,000: that is the job's threshold, not the run's
+    # Compact above is 3,000, but that is the job's threshold, not the run's.
+    agent, capability = agent_with(script)
 
     run(agent, history())
 
@@ -212,6 +217,17 @@ def test_a_failing_summarizer_leaves_the_clearing_and_the_run_going():
 
     assert result.output == "All records audited."
     sent = script.requests[0]
-    assert not any(is_summary(m) for m in sent)
+    assert not summaries(sent)
     assert any(is_cleared(p) for m in sent if isinstance(m, ModelRequest) for p in m.parts)
     assert capability.results[0].error and "summary model is down" in capability.results[0].error
+
+
+def test_summarize_with_another_configuration_leaves_the_chat_model_alone():
+    script = Script(fail_with=ModelContextWindowExceededError("gpt", "context_length_exceeded"))
+    capability = Compaction(config=Config(**SETTINGS), summary_spec=OFFLINE_SPEC)
+    agent = Agent(script.model, capabilities=[capability])
+
+    run(agent, history(40))
+
+    assert not script.summaries  # the offline configuration wrote it
+    assert capability.results[0].summarized and "(Offline model)" in capability.results[0].summary

@@ -1,0 +1,169 @@
+"""MCP: connect the agent to a Model Context Protocol server, over stdio or streamable HTTP.
+
+pydantic-ai's `MCPToolset` is the client; its filtered and prefixed wrappers apply the allowed-tools
+list and the tool prefix. The toolset is built inside the run, on the runtime loop, because an MCP
+session belongs to the event loop that opened it; a stdio server lives as long as the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import re
+import socket
+from typing import Any, Literal
+
+import httpx
+from fastmcp.client.transports import StdioTransport
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_ai import RunContext
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.toolsets import AbstractToolset
+
+from app.credentials import ENV_NAME, MissingSecret, check_header, fill_headers
+from app.outbound import OutboundPolicy, OutboundRefused, policy_from_config, refusal_reason
+from app.skills.registry import Skill, SkillContext
+
+PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,29}$")
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    transport: Literal["http", "stdio"] = Field("http", title="Transport")
+    """http: connect to a streamable-HTTP server by its URL. stdio: Skilldesk starts the server as a
+    process."""
+
+    url: str = Field("", max_length=300, title="URL", validate_default=True)
+    """HTTP only: the server's address, such as https://mcp.example.com/mcp."""
+
+    headers: list[str] = Field(default_factory=list, title="Headers")
+    """HTTP only: one header per line, as Name: value. Write {env:NAME} for a server environment variable
+    and {credential:NAME} for the user's own saved credential, for example
+    Authorization: Bearer {credential:github}."""
+
+    command: str = Field("", max_length=300, title="Command", validate_default=True)
+    """stdio only: the program that runs the server, such as npx or /usr/bin/python3."""
+
+    args: list[str] = Field(default_factory=list, title="Arguments")
+    """stdio only: the command's arguments, one per line."""
+
+    env: list[str] = Field(default_factory=list, title="Environment variables")
+    """stdio only: names of environment variables passed from Skilldesk's environment to the server, one per
+    line. Nothing else of the environment is passed on but the basics (PATH, HOME, ...)."""
+
+    allowed_tools: list[str] = Field(default_factory=list, title="Allowed tools")
+    """Optional. The server's tools the agent may use, one name per line (as the server names them).
+    Empty allows them all."""
+
+    tool_prefix: str = Field("", max_length=30, title="Tool prefix")
+    """Optional. Put before every tool name (prefix_toolname), to tell servers apart or avoid clashes."""
+
+    timeout: float = Field(30.0, ge=1, le=600, title="Timeout")
+    """Seconds to wait for the server to start, and for each of its answers."""
+
+    @field_validator("env")
+    @classmethod
+    def env_names(cls, value: list[str]) -> list[str]:
+        names = [name.strip() for name in value if name.strip()]
+        for name in names:
+            if not ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name "
+                                 "(letters, digits, underscores).")
+        return names
+
+    @field_validator("headers")
+    @classmethod
+    def header_lines(cls, value: list[str]) -> list[str]:
+        lines = [line.strip() for line in value if line.strip()]
+        for line in lines:
+            if problem := check_header(line):
+                raise ValueError(problem)
+        return lines
+
+    @field_validator("args", "allowed_tools")
+    @classmethod
+    def non_empty_lines(cls, value: list[str]) -> list[str]:
+        return [line.strip() for line in value if line.strip()]
+
+    @field_validator("tool_prefix")
+    @classmethod
+    def valid_prefix(cls, value: str) -> str:
+        value = value.strip()
+        if value and not PREFIX.match(value):
+            raise ValueError("Start with a letter; use letters, digits and underscores (at most 30).")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def url_for_http(cls, value: str, info: ValidationInfo) -> str:
+        value = value.strip()
+        if info.data.get("transport") == "http" and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("Give the server's URL, starting with http:// or https://.")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def command_for_stdio(cls, value: str, info: ValidationInfo) -> str:
+        value = value.strip()
+        if info.data.get("transport") == "stdio" and not value:
+            raise ValueError("Give the command that starts the server.")
+        return value
+
+
+async def check_url(url: str, policy: OutboundPolicy) -> None:
+    """Refuse a server address the outbound policy keeps tools away from (unless the allow-list names it)."""
+    parsed = httpx.URL(url)
+    host = parsed.raw_host.decode("ascii")  # IDNA-encoded, as the allow-list spells names
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise OutboundRefused(f"cannot resolve the MCP server {host}: {error}") from error
+    for info in infos:
+        ip = ipaddress.ip_address(info[4][0])
+        reason = refusal_reason(ip)
+        if reason and not policy.allows(host, ip):
+            raise OutboundRefused(f"refused the MCP server {url}: {host} is a {reason}; "
+                                  "an admin can allow it in OUTBOUND_ALLOWED_HOSTS")
+
+
+def _stdio_toolset(config: Config) -> MCPToolset:
+    missing = [name for name in config.env if not os.environ.get(name)]
+    if missing:
+        raise MissingSecret(f"The MCP server needs the environment variable {', '.join(missing)}, "
+                            "which is not set on the Skilldesk server; an admin must set it.")
+    transport = StdioTransport(config.command, list(config.args), env={n: os.environ[n] for n in config.env},
+                               keep_alive=False)
+    return MCPToolset(transport, tool_error_behavior="failed", init_timeout=config.timeout,
+                      read_timeout=config.timeout)
+
+
+def _http_toolset(config: Config, ctx: SkillContext) -> MCPToolset:
+    def resolve_headers() -> dict[str, str]:
+        with ctx.app_context():
+            return fill_headers(config.headers, ctx.user_id)
+
+    async def headers(_run: RunContext[Any]) -> dict[str, str]:
+        # Called once per run, before connecting: the address is checked and secrets filled for this user.
+        await check_url(config.url, policy_from_config(ctx.app.config))
+        return await asyncio.to_thread(resolve_headers)
+
+    return MCPToolset(config.url, headers=headers, tool_error_behavior="failed", init_timeout=config.timeout,
+                      read_timeout=config.timeout)
+
+
+def build(config: Config, ctx: SkillContext) -> AbstractToolset[Any]:
+    toolset: AbstractToolset[Any] = _stdio_toolset(config) if config.transport == "stdio" \
+        else _http_toolset(config, ctx)
+    if config.allowed_tools:
+        allowed = frozenset(config.allowed_tools)
+        toolset = toolset.filtered(lambda _run, tool: tool.name in allowed)
+    if config.tool_prefix:
+        toolset = toolset.prefixed(config.tool_prefix)
+    return toolset
+
+
+skill = Skill(name="mcp", title="MCP server", config=Config, build=build,
+              description="Connect the agent to an MCP server's tools, over stdio or streamable HTTP.")

@@ -1,0 +1,72 @@
+"""Long-term memory: the agent stores facts and finds them again by meaning, in later conversations too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_ai import ModelRetry
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.toolsets import FunctionToolset
+
+from app.memories import MAX_CHARS, MemoryUnavailable, clean_text, recall, remember, text_error
+from app.skills.registry import Skill, SkillContext
+
+INSTRUCTIONS = (
+    "You have a long-term memory. Use search_memory when earlier conversations may hold the answer "
+    "(the user's preferences, names, decisions). Use store_in_memory for lasting facts worth knowing "
+    "next time, one short sentence each; never store passwords or other secrets."
+)
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    personal: bool = Field(True, title="Personal memories")
+    """Keep each user's memories apart (on), or share one memory among everyone who uses this agent (off)."""
+    results: int = Field(5, ge=1, le=20, title="Results per search")
+    """How many memories one search returns at most."""
+    max_chars: int = Field(500, ge=20, le=MAX_CHARS, title="Longest memory (characters)")
+    """Longest memory the agent may store, in characters."""
+
+
+def build(config: Config, ctx: SkillContext) -> FunctionToolset:
+    toolset = FunctionToolset(instructions=INSTRUCTIONS)
+    scope = {"user_id": ctx.user_id, "agent_id": ctx.agent_id, "personal": config.personal}
+
+    @toolset.tool_plain
+    def store_in_memory(text: str) -> str:
+        """Remember one lasting fact (a preference, a name, a decision) for later conversations."""
+        text = clean_text(text)
+        if error := text_error(text, config.max_chars):
+            raise ModelRetry(f"{error} Store the essential fact in one short sentence.")
+        with ctx.app_context():
+            try:
+                memory, created = remember(text, **scope)
+            except MemoryUnavailable as unavailable:
+                raise ToolFailed(str(unavailable)) from unavailable
+            return f"{'Remembered' if created else 'Already remembered'} (memory {memory.id})."
+
+    @toolset.tool_plain
+    def search_memory(query: str) -> list[dict[str, Any]] | str:
+        """Search long-term memory by meaning for facts stored in earlier conversations."""
+        if not clean_text(query):
+            raise ModelRetry("Say what to look for in memory.")
+        with ctx.app_context():
+            try:
+                found = recall(query, limit=config.results, **scope)
+            except MemoryUnavailable as unavailable:
+                raise ToolFailed(str(unavailable)) from unavailable
+            if not found:
+                return "Nothing in memory matches."
+            return [
+                {"memory": memory.id, "text": memory.text, "saved": memory.created_at.date().isoformat(),
+                 "relevance": round(1 - distance, 2)}
+                for memory, distance in found
+            ]
+
+    return toolset
+
+
+skill = Skill(name="memory", title="Long-term memory", config=Config, build=build,
+              description=__doc__.strip())

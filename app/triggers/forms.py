@@ -1,0 +1,67 @@
+"""The admin form of a trigger: what starts it, which agent runs as whom, and the prompt template."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import BooleanField, SelectField, SelectMultipleField, StringField, TextAreaField
+from wtforms.fields.choices import SelectChoice
+from wtforms.validators import DataRequired, Length, Optional
+from wtforms.widgets import CheckboxInput, ListWidget
+
+from app.tables.events import ACTIONS
+from app.tables.forms import add_error
+from app.triggers.prompts import check_prompt
+from app.triggers.schedules import check_cron
+
+KIND_CHOICES = [SelectChoice("event", "A table event"),
+                SelectChoice("webhook", "A webhook (POST with a JSON body)"),
+                SelectChoice("schedule", "A schedule (cron, UTC)")]
+
+
+class CheckboxesField(SelectMultipleField):
+    widget = ListWidget(prefix_label=False)
+    option_widget = CheckboxInput()
+
+
+class TriggerForm(FlaskForm):
+    name = StringField("Name", validators=[DataRequired(), Length(max=80)])
+    kind = SelectField("Starts on", choices=KIND_CHOICES, default="event")
+    active = BooleanField("Active", default=True)
+    table_id = SelectField("Table", coerce=int, validate_choice=False)
+    events = CheckboxesField("Events", choices=[SelectChoice(a, a.title()) for a in ACTIONS],
+                             default=["insert"], validate_choice=True)
+    cron = StringField("Schedule", validators=[Optional(), Length(max=100)],
+                       description="Cron, five fields, UTC: “*/15 * * * *” every quarter hour, “0 8 * * 1-5” "
+                                   "8:00 on weekdays.")
+    agent_id = SelectField("Agent", coerce=int, validate_choice=True)
+    run_as_id = SelectField("Runs as", coerce=int, validate_choice=True,
+                            description="The agent acts with this user's permissions; the run is theirs.")
+    prompt = TextAreaField("Prompt", validators=[DataRequired(), Length(max=20_000)],
+                           description="Jinja, in a sandbox. Table events: {{ row.<field> }}, "
+                                       "{{ old.<field> }}, {{ event }}, {{ table.label }}. Webhooks: "
+                                       "{{ body.<key> }}. Always: {{ now }}, {{ today }}, "
+                                       "{{ trigger.name }}.")
+    write_back_field = StringField("Write the conversation id to field",
+                                   validators=[Optional(), Length(max=40)],
+                                   description="Optional, table events: an integer or text field of the row.")
+
+    def check(self, table) -> bool:
+        """Validate, then apply the rules that depend on the kind; errors go beside the fields."""
+        ok = self.validate_on_submit()
+        problem = check_prompt(self.prompt.data or "")
+        if problem:
+            add_error(self.prompt, problem)
+        if self.kind.data == "event":
+            if table is None:
+                add_error(self.table_id, "Choose the table whose events start the agent.")
+            if not self.events.data:
+                add_error(self.events, "Choose at least one event.")
+        if self.kind.data == "schedule":
+            problem = check_cron(self.cron.data or "")
+            if problem:
+                add_error(self.cron, problem)
+        if self.write_back_field.data:
+            field = table.field(self.write_back_field.data) if table is not None else None
+            if self.kind.data != "event" or field is None or field.kind not in ("integer", "text"):
+                add_error(self.write_back_field, "Name an integer or text field of the trigger's table.")
+        return ok and not any(f.errors for f in self)

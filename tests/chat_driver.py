@@ -1,0 +1,88 @@
+"""Drive chats through HTTP in tests: start a conversation, send a message, wait for its run, read it back."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app.agents import offline, runtime
+from app.extensions import db
+from app.models import Message, Run
+from tests.conftest import make_agent
+
+
+def start_chat(app: Flask, client: FlaskClient, agent_id: int | None = None, **agent_kwargs) -> int:
+    """Start a conversation through the app (with a new agent unless one is given); return its id."""
+    if agent_id is None:
+        with app.app_context():
+            agent_id = make_agent(**agent_kwargs).id
+    response = client.post("/chat/", data={"agent_id": agent_id})
+    assert response.status_code == 302, response.text
+    return int(response.location.rstrip("/").rsplit("/", 1)[-1])
+
+
+def send(app: Flask, client: FlaskClient, conversation_id: int, text: str, wait: bool = True) -> str:
+    """Send a message over HTTP; return the run id (once the run ended, unless wait is False)."""
+    response = client.post(f"/chat/{conversation_id}/messages", data={"text": text})
+    assert response.status_code == 302, response.text
+    run_id = last_run_id(app, conversation_id)
+    if wait:
+        runtime.wait(run_id)
+    return run_id
+
+
+def last_run_id(app: Flask, conversation_id: int) -> str:
+    """Return the run of the conversation's latest user message."""
+    with app.app_context():
+        return db.session.scalar(db.select(Message.run_id).where(
+            Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id.desc()))
+
+
+def outcome(app: Flask, run_id: str) -> tuple[Run, Message | None]:
+    """Return the run and the assistant message it produced, detached from the session."""
+    with app.app_context():
+        run = db.session.get(Run, run_id)
+        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
+                                                             Message.role == "assistant"))
+        db.session.expunge_all()
+        return run, message
+
+
+def chat_model(scripted_model: Callable[..., int], stream: Callable[..., AsyncIterator]) -> int:
+    """A scripted chat model; titles (non-streamed requests) are answered by the offline model."""
+    return scripted_model(function=offline.respond, stream_function=stream)
+
+
+def words(*parts: str) -> Callable[..., AsyncIterator[str]]:
+    """A stream function that answers with the given chunks."""
+
+    async def stream(messages, info):
+        for part in parts:
+            yield part
+
+    return stream
+
+
+def sse_events(body: str) -> list[dict[str, str]]:
+    """Parse a text/event-stream body into events with id, event and data."""
+    events = []
+    for block in body.split("\n\n"):
+        if not block.strip() or block.startswith(":"):
+            continue
+        event: dict[str, str] = {"data": ""}
+        for line in block.split("\n"):
+            key, _, value = line.partition(": ")
+            if key == "data":
+                event["data"] += ("\n" if event["data"] else "") + value
+            elif key in ("id", "event"):
+                event[key] = value
+        events.append(event)
+    return events
+
+
+def strip_tags(html: str) -> str:
+    """Return the text of an HTML fragment."""
+    return re.sub(r"<[^>]+>", "", html)

@@ -1,0 +1,262 @@
+"""Plan approval: a plan ends the turn as a card; Approve resumes with the approval prompt.
+
+Revise resumes with the changes the user asked for; the card is single use and survives a restart.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelResponse, ToolReturnPart
+from pydantic_ai.models.function import DeltaToolCall
+
+from app import create_app
+from app.agents import runtime
+from app.extensions import db
+from app.models import Conversation, Message, PendingCall, Run
+from tests.conftest import make_agent
+
+PLAN = "1. **Read** the orders\n2. Cancel the late ones <script>alert(1)</script>"
+APPROVAL_PROMPT = "Carry out the approved plan now. [[approved-marker]]"
+
+
+class PlanningModel:
+    """Submits a plan on a new prompt; reports the tool's result when it comes back; notes instructions."""
+
+    def __init__(self) -> None:
+        self.instructions: list[str | None] = []
+        self.requests: list[list] = []
+
+    async def __call__(self, messages, info):
+        self.requests.append(list(messages))
+        self.instructions.append(info.instructions)
+        returns = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if returns:
+            yield f"The plan came back: {returns[0].model_response_str()}"
+            return
+        yield {
+            0: DeltaToolCall(
+                name="submit_plan_for_approval",
+                json_args=json.dumps({"plan": PLAN}),
+                tool_call_id=f"plan-{len(self.requests)}",
+            )
+        }
+
+
+def start_chat(app, client, model) -> int:
+    with app.app_context():
+        agent_id = make_agent(
+            skills=[{"name": "plan_approval", "config": {"approval_prompt": APPROVAL_PROMPT}}],
+            model_config_id=model,
+        ).id
+    response = client.post("/chat/", data={"agent_id": agent_id})
+    return int(response.location.rsplit("/", 1)[-1])
+
+
+def send(app, client, conversation_id: int, text: str) -> str:
+    response = client.post(f"/chat/{conversation_id}/messages", data={"text": text})
+    assert response.status_code == 302, response.text
+    with app.app_context():
+        run_id = db.session.scalar(
+            db.select(Run.id)
+            .where(Run.conversation_id == conversation_id)
+            .order_by(Run.created_at.desc())
+            .limit(1)
+        )
+    runtime.wait(run_id)
+    return run_id
+
+
+def pending_call(app, conversation_id: int) -> PendingCall:
+    with app.app_context():
+        call = db.session.scalar(
+            db.select(PendingCall)
+            .where(PendingCall.conversation_id == conversation_id)
+            .order_by(PendingCall.id.desc())
+        )
+        db.session.expunge(call)
+        return call
+
+
+def resumed_run(app, call_id: int) -> Run:
+    with app.app_context():
+        run_id = db.session.get(PendingCall, call_id).resume_run_id
+    assert run_id is not None
+    runtime.wait(run_id)
+    with app.app_context():
+        run = db.session.get(Run, run_id)
+        db.session.expunge(run)
+        return run
+
+
+def context_of(app, conversation_id: int) -> list:
+    with app.app_context():
+        return ModelMessagesTypeAdapter.validate_json(
+            db.session.get(Conversation, conversation_id).model_context
+        )
+
+
+def test_a_plan_ends_the_turn_as_a_stored_card(app, client, auth, scripted_model):
+    model = PlanningModel()
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    run_id = send(app, client, conversation_id, "Tidy up the late orders.")
+
+    with app.app_context():
+        run = db.session.get(Run, run_id)
+        message = db.session.scalar(
+            db.select(Message).where(Message.run_id == run_id, Message.role == "assistant")
+        )
+        assert run.status == "succeeded"
+        call = db.session.scalar(db.select(PendingCall).where(PendingCall.message_id == message.id))
+        assert message.meta["pending"] == [
+            {"id": call.id, "kind": "plan", "tool": "submit_plan_for_approval"}
+        ]
+        assert (call.kind, call.status, call.args["plan"]) == ("plan", "pending", PLAN)
+        assert call.details["approval_prompt"] == APPROVAL_PROMPT
+        assert message.steps == []  # the card stands for the call; no step stays "running…"
+    history = context_of(app, conversation_id)
+    assert (
+        isinstance(history[-1], ModelResponse)
+        and history[-1].tool_calls[0].tool_name == "submit_plan_for_approval"
+    )
+
+    page = client.get(f"/chat/{conversation_id}").text
+    assert f'id="call-{call.id}"' in page and "Plan for your approval" in page
+    assert "<strong>Read</strong>" in page and "<script>alert(1)" not in page  # markdown, sanitized
+    assert f"/approvals/{call.id}/plan" in page
+
+
+def test_approve_resumes_with_approved_and_the_approval_prompt_once(app, client, auth, scripted_model):
+    model = PlanningModel()
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    send(app, client, conversation_id, "Tidy up the late orders.")
+    call = pending_call(app, conversation_id)
+
+    response = client.post(
+        f"/approvals/{call.id}/plan", data={"decision": "approve"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    assert f'id="call-{call.id}"' in response.text and "Approved" in response.text
+    assert 'hx-swap-oob="beforeend:#transcript"' in response.text and "sse-connect" in response.text
+
+    run = resumed_run(app, call.id)
+    assert run.status == "succeeded" and run.prompt is None and run.trigger == "resume"
+    assert APPROVAL_PROMPT in model.instructions[-1]  # injected for the run that follows the approval
+    assert APPROVAL_PROMPT not in (model.instructions[0] or "")
+    returns = [
+        p
+        for m in context_of(app, conversation_id)
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    ]
+    assert [(r.tool_name, r.content) for r in returns] == [("submit_plan_for_approval", "approved")]
+    with app.app_context():
+        answer = db.session.scalar(db.select(Message.content).where(Message.run_id == run.id))
+        stored = db.session.get(PendingCall, call.id)
+        assert answer == "The plan came back: approved"
+        assert stored.status == "answered" and stored.answered_by_id is not None
+
+    again = client.post(
+        f"/approvals/{call.id}/plan", data={"decision": "approve"}, headers={"HX-Request": "true"}
+    )
+    assert again.status_code == 409 and "Approved" in again.text and "answered already" in again.text
+    with app.app_context():
+        assert (
+            db.session.scalar(db.select(db.func.count(Run.id)).where(Run.conversation_id == conversation_id))
+            == 2
+        )
+    later = send(app, client, conversation_id, "Thanks, next one.")  # the chat goes on normally afterwards
+    with app.app_context():
+        assert db.session.get(Run, later).status == "succeeded"
+
+
+def test_revise_needs_words_and_sends_them_back_as_the_result(app, client, auth, scripted_model):
+    model = PlanningModel()
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    send(app, client, conversation_id, "Tidy up the late orders.")
+    call = pending_call(app, conversation_id)
+
+    empty = client.post(
+        f"/approvals/{call.id}/plan",
+        data={"decision": "revise", "changes": "  "},
+        headers={"HX-Request": "true"},
+    )
+    assert (
+        empty.status_code == 422
+        and "Say what should change" in empty.text
+        and 'aria-invalid="true"' in empty.text
+    )
+    assert pending_call(app, conversation_id).status == "pending"
+
+    response = client.post(
+        f"/approvals/{call.id}/plan", data={"decision": "revise", "changes": "Skip step 2."}
+    )
+    assert response.status_code == 302  # without htmx: post/redirect/get
+    resumed_run(app, call.id)
+    returns = [
+        p.content
+        for m in context_of(app, conversation_id)
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    ]
+    assert len(returns) == 1 and "Skip step 2." in returns[0] and returns[0] != "approved"
+    assert APPROVAL_PROMPT not in (model.instructions[-1] or "")
+    page = client.get(f"/chat/{conversation_id}").text
+    assert "Changes requested" in page and "Skip step 2." in page
+
+
+def test_typing_a_message_asks_for_those_changes(app, client, auth, scripted_model):
+    model = PlanningModel()
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    send(app, client, conversation_id, "Tidy up the late orders.")
+    call = pending_call(app, conversation_id)
+
+    run_id = send(app, client, conversation_id, "Only cancel orders older than a week.")
+    stored = pending_call(app, conversation_id)
+    assert stored.id == call.id and stored.status == "answered" and stored.resume_run_id == run_id
+    returns = [
+        p.content
+        for m in context_of(app, conversation_id)
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    ]
+    assert "Only cancel orders older than a week." in returns[0]
+
+
+def test_only_the_owner_reaches_the_card_and_it_survives_a_restart(
+    app, client, auth, scripted_model, settings
+):
+    model = PlanningModel()
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    send(app, client, conversation_id, "Tidy up the late orders.")
+    call = pending_call(app, conversation_id)
+
+    other = app.test_client()
+    AuthOther = type(auth)
+    AuthOther(app, other).login_as("user")
+    assert other.get(f"/approvals/{call.id}").status_code == 404
+    assert other.post(f"/approvals/{call.id}/plan", data={"decision": "approve"}).status_code == 404
+    assert pending_call(app, conversation_id).status == "pending"
+
+    # A new app on the same database (what a restart is) shows the same card and takes the answer.
+    restarted = create_app(dict(settings))
+    restarted_client = restarted.test_client()
+    with client.session_transaction() as session:
+        cookie = dict(session)
+    with restarted_client.session_transaction() as session:
+        session.update(cookie)
+    page = restarted_client.get(f"/chat/{conversation_id}").text
+    assert f'id="call-{call.id}"' in page and "Approve" in page
+    response = restarted_client.post(
+        f"/approvals/{call.id}/plan", data={"decision": "approve"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    assert resumed_run(app, call.id).status == "succeeded"

@@ -37,7 +37,9 @@ def _csrf_error(error: CSRFError):
 
 
 def _http_error(error: HTTPException):
-    return render_error(error.code or 500, error.description if error.code not in MESSAGES else None)
+    # A description given to abort() says what happened; werkzeug's stock ones give way to ours.
+    stock = error.description == type(error).description
+    return render_error(error.code or 500, None if stock and error.code in MESSAGES else error.description)
 
 
 def _unexpected(error: Exception):
@@ -62,5 +64,6 @@ def render_error(code: int, message: str | None = None):
 
 
 def _slug(code: int) -> str:
-    return {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-            405: "method_not_allowed", 413: "too_large", 422: "invalid", 500: "server_error"}.get(code, "error")
+    slugs = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+             405: "method_not_allowed", 413: "too_large", 422: "invalid", 500: "server_error"}
+    return slugs.get(code, "error")

@@ -40,8 +40,14 @@ PASSWORD = "benchmark password"
 ROUNDS = 6
 PER_ROUND = 10
 IMPORT_ROWS = 20_000
-FIELDS = [("customer", "text", None), ("amount", "decimal", None), ("status", "choice", ["open", "closed", "held"]),
-          ("qty", "integer", None), ("due", "date", None), ("notes", "long_text", None)]
+FIELDS = [
+    ("customer", "text", None),
+    ("amount", "decimal", None),
+    ("status", "choice", ["open", "closed", "held"]),
+    ("qty", "integer", None),
+    ("due", "date", None),
+    ("notes", "long_text", None),
+]
 
 
 def fill(name: str, count: int) -> None:
@@ -55,12 +61,22 @@ def fill(name: str, count: int) -> None:
     rng = random.Random(7)
     now, start = utcnow(), date(2026, 1, 1)
     for first in range(0, count, 5_000):
-        db.session.execute(table.insert(), [
-            {"customer": f"Customer {n}", "amount": Decimal(rng.randint(100, 99_999)) / 100,
-             "status": rng.choice(["open", "closed", "held"]), "qty": rng.randint(1, 50),
-             "due": start + timedelta(days=n % 365), "notes": f"Order {n}: {rng.random():.6f}",
-             "created_at": now, "updated_at": now}
-            for n in range(first, min(first + 5_000, count))])
+        db.session.execute(
+            table.insert(),
+            [
+                {
+                    "customer": f"Customer {n}",
+                    "amount": Decimal(rng.randint(100, 99_999)) / 100,
+                    "status": rng.choice(["open", "closed", "held"]),
+                    "qty": rng.randint(1, 50),
+                    "due": start + timedelta(days=n % 365),
+                    "notes": f"Order {n}: {rng.random():.6f}",
+                    "created_at": now,
+                    "updated_at": now,
+                }
+                for n in range(first, min(first + 5_000, count))
+            ],
+        )
     db.session.commit()
 
 
@@ -91,13 +107,24 @@ def import_csv(client, rows: int) -> float:
     writer = csv.writer(buffer)
     writer.writerow(["customer", "amount", "status", "qty", "due", "notes"])
     for n in range(rows):
-        writer.writerow([f"Customer {n}", f"{n % 1000}.25", ["open", "closed"][n % 2], n % 50,
-                         (date(2026, 1, 1) + timedelta(days=n % 365)).isoformat(), f"note {n}"])
+        writer.writerow(
+            [
+                f"Customer {n}",
+                f"{n % 1000}.25",
+                ["open", "closed"][n % 2],
+                n % 50,
+                (date(2026, 1, 1) + timedelta(days=n % 365)).isoformat(),
+                f"note {n}",
+            ]
+        )
     data = buffer.getvalue().encode()
     client.post("/admin/tables/", data={"name": "imported", "label": "Imported"})
     start = time.perf_counter()
-    preview = client.post("/admin/tables/imported/import", data={"file": (io.BytesIO(data), "orders.csv")},
-                          content_type="multipart/form-data")
+    preview = client.post(
+        "/admin/tables/imported/import",
+        data={"file": (io.BytesIO(data), "orders.csv")},
+        content_type="multipart/form-data",
+    )
     page = preview.text
     token = page.split('name="token" value="')[1].split('"')[0]
     form = {"token": token}
@@ -112,8 +139,15 @@ def import_csv(client, rows: int) -> float:
 
 def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="skilldesk-bench-tables-"))
-    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'bench.sqlite3'}", "JOBS_IMMEDIATE": True,
-                      "SECRET_KEY": "bench", "JOBS_SQLITE_PATH": str(folder / "j.db"), "WTF_CSRF_ENABLED": False})
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'bench.sqlite3'}",
+            "JOBS_IMMEDIATE": True,
+            "SECRET_KEY": "bench",
+            "JOBS_SQLITE_PATH": str(folder / "j.db"),
+            "WTF_CSRF_ENABLED": False,
+        }
+    )
     with app.app_context():
         flask_migrate.upgrade()
         create_user("user@example.org", "Bench", PASSWORD, "user")
@@ -147,14 +181,24 @@ def main() -> int:
     report("list_100k_p95", p95(large) * 1000, "ms", "≤ 250 ms", p95(large) * 1000 <= 250)
     report("list_100k_vs_1k_ratio", large_p50 / small_p50, "x", "≤ 2", large_p50 / small_p50 <= 2)
 
-    for name, url in (("last_page", "/data/large?page=4000"), ("sorted_by_amount", "/data/large?sort=-amount"),
-                      ("filtered_status", "/data/large?f=status:eq:held"), ("search", "/data/large?q=Customer+99")):
+    for name, url in (
+        ("last_page", "/data/large?page=4000"),
+        ("sorted_by_amount", "/data/large?sort=-amount"),
+        ("filtered_status", "/data/large?f=status:eq:held"),
+        ("search", "/data/large?q=Customer+99"),
+    ):
         report(f"list_100k_{name}_p50", statistics.median(timed(get(client, url), 10)) * 1000, "ms")
 
     admin = app.test_client()
     admin.post("/login", data={"email": "admin@example.org", "password": PASSWORD})
     seconds = import_csv(admin, IMPORT_ROWS)
-    report("csv_import_rows_per_second", IMPORT_ROWS / seconds, "rows/s", "≥ 5,000", IMPORT_ROWS / seconds >= 5_000)
+    report(
+        "csv_import_rows_per_second",
+        IMPORT_ROWS / seconds,
+        "rows/s",
+        "≥ 5,000",
+        IMPORT_ROWS / seconds >= 5_000,
+    )
 
     print("\n".join(figures))
     return 1 if failed else 0

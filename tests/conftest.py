@@ -17,9 +17,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from pydantic_ai.models.function import FunctionModel
 from sqlalchemy import inspect, text
+from werkzeug.security import generate_password_hash
 
 from app import create_app
-from app.accounts import create_user
 from app.agents import providers
 from app.extensions import db
 from app.models import Agent, ModelConfig, User
@@ -100,6 +100,7 @@ def app(settings, _database) -> Iterator[Flask]:
     with app.app_context():
         db.session.remove()
         _empty_tables()
+        db.engine.dispose()  # each test app has its own engine: close its connections now
 
 
 @pytest.fixture
@@ -115,7 +116,12 @@ def runner(app: Flask):
 def make_user(role: str = "user", name: str | None = None, email: str | None = None) -> User:
     """Create and commit a user (inside an app context)."""
     n = next(_counter)
-    user = create_user(email or f"{role}{n}@example.org", name or f"{role.title()} {n}", PASSWORD, role)
+    # Made like app.accounts.create_user does, but the suite signs in hundreds of times: a salted
+    # one-round hash instead of scrypt, which costs ~0.2 s to make and again to check.
+    user = User(email=(email or f"{role}{n}@example.org").strip().lower(), name=name or f"{role.title()} {n}",
+                role=role, active=True, preferences={},
+                password_hash=generate_password_hash(PASSWORD, method="pbkdf2:sha256:1"))
+    db.session.add(user)
     db.session.commit()
     return user
 

@@ -8,6 +8,7 @@ import pytest
 from flask import Flask
 
 from app import create_app
+from app.accounts import create_user
 from app.config import DEFAULTS
 from app.extensions import db
 from app.models import Conversation, User
@@ -157,10 +158,12 @@ def test_deactivated_account_cannot_sign_in(app, client, auth):
 
 def test_passwords_are_stored_hashed_and_salted(app):
     with app.app_context():
-        one, two = make_user(), make_user()
+        one = create_user("one@example.org", "One", PASSWORD)
+        two = create_user("two@example.org", "Two", PASSWORD)
+        db.session.commit()
         for user in (one, two):
             assert PASSWORD not in user.password_hash
-            assert user.password_hash.startswith(("scrypt:", "pbkdf2:"))
+            assert user.password_hash.startswith("scrypt:")
             assert user.check_password(PASSWORD) and not user.check_password(PASSWORD + "x")
         assert one.password_hash != two.password_hash  # salted
 
@@ -269,3 +272,62 @@ def test_every_post_form_on_the_pages_carries_the_token(csrf_app, app):
         for form in re.findall(r"<form\b[^>]*>.*?</form>", page.text, re.S):
             if re.search(r'method="post"', form, re.I):
                 assert 'name="csrf_token"' in form, (path, form[:200])
+
+
+# --- one error handler ----------------------------------------------------------------------------
+
+@pytest.fixture
+def failing_routes(app):
+    """Routes that fail on purpose, added before the app serves its first request."""
+    from flask import abort
+
+    def boom():
+        raise RuntimeError("the database caught fire")
+
+    def refuse():
+        abort(403, "You can no longer use this agent.")
+
+    app.add_url_rule("/test-boom", view_func=boom)
+    app.add_url_rule("/test-refuse", view_func=refuse)
+
+
+def test_errors_answer_a_page_a_fragment_or_json(app, client, auth, failing_routes, caplog):
+    auth.login_as("user")
+    page = client.get("/chat/999999")
+    assert page.status_code == 404 and "<h1>Not found</h1>" in page.text and "<!doctype html>" in page.text
+    fragment = client.get("/chat/999999", headers={"HX-Request": "true"})
+    assert fragment.status_code == 404 and fragment.text.lstrip().startswith('<div class="alert error"')
+    assert (fragment.headers["HX-Retarget"], fragment.headers["HX-Reswap"]) == ("#alerts", "beforeend")
+    as_json = client.get("/chat/999999", headers={"Accept": "application/json"})
+    assert as_json.status_code == 404 and as_json.json["error"] == "not_found"
+    refused = client.get("/test-refuse")
+    assert refused.status_code == 403 and "You can no longer use this agent." in refused.text
+    crashed = client.get("/test-boom")
+    assert crashed.status_code == 500 and "Something went wrong" in crashed.text
+    assert "caught fire" not in crashed.text  # the details go to the log, not to the visitor
+    assert any("unhandled error on GET /test-boom" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_htmx_is_configured_to_swap_422_and_to_send_the_csrf_header(app, client, auth):
+    import json as jsonlib
+
+    auth.login_as("user")
+    page = client.get("/chat/").text
+    config = jsonlib.loads(re.search(r'<meta name="htmx-config" content=\'([^\']+)\'', page).group(1))
+    assert {"code": "422", "swap": True} in config["responseHandling"]
+    assert config["allowEval"] is False
+    assert re.search(r'<body hx-headers=\'\{"X-CSRFToken": "[^"]+"\}\'', page)
+    scripts = re.findall(r'<script src="([^"]+)"', page)
+    assert scripts == ["/static/vendor/htmx.min.js", "/static/vendor/sse.min.js", "/static/js/app.js"]
+    for path in scripts:
+        response = client.get(path)
+        assert response.status_code == 200 and len(response.data) > 500
+        response.close()
+
+
+def test_the_secret_key_is_made_once_and_kept_private(tmp_path):
+    from app.config import _persistent_secret
+
+    first = _persistent_secret(tmp_path / "secret_key")
+    assert len(first) >= 40 and _persistent_secret(tmp_path / "secret_key") == first
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600

@@ -105,7 +105,7 @@ class CompactionResult:
 
 def estimate_tokens(messages: Sequence[ModelMessage], calibrate: bool = True) -> int:
     """Estimate the tokens of a history: characters ÷ 4, files flat, scaled by the provider's last usage."""
-    raw = sum(MESSAGE_TOKENS + sum(_part_tokens(p) for p in m.parts) for m in messages)
+    raw = sum(_message_tokens(m) for m in messages)
     for message in reversed(messages):  # only the latest instructions are sent
         if isinstance(message, ModelRequest) and message.instructions:
             raw += _chars(message.instructions)
@@ -133,6 +133,15 @@ def usage_ratio(messages: Sequence[ModelMessage]) -> float:
     return 1.0
 
 
+def _message_tokens(message: ModelMessage) -> int:
+    total = MESSAGE_TOKENS
+    for part in message.parts:
+        # Text content is the common case, and the estimate runs before every request: keep it a plain loop.
+        content = getattr(part, "content", None)
+        total += (len(content) + 3) // 4 if type(content) is str else _part_tokens(part)
+    return total
+
+
 def _part_tokens(part: Any) -> int:
     if isinstance(part, BaseToolReturnPart):
         return _chars(part.model_response_str()) + FILE_TOKENS * len(part.files)
@@ -157,7 +166,6 @@ def _content_tokens(content: Any) -> int:
 
 def _chars(text: str) -> int:
     return math.ceil(len(text) / 4)
-
 
 
 def is_summary_part(part: Any) -> bool:
@@ -189,7 +197,6 @@ def mentioned(text: str, limit: int = 12, exclude: str = "") -> list[str]:
              if m not in exclude]
     found.sort(key=str.isdigit)  # stable: order of appearance within each kind
     return found[:limit]
-
 
 
 def cleared_note(part: ToolReturnPart) -> str:
@@ -228,8 +235,10 @@ def clear_tool_results(messages: Sequence[ModelMessage], keep_recent_tokens: int
             kept += tokens
             if i >= protected_from or (kept <= keep_recent_tokens and not notes):
                 continue
-            notes[(i, j)] = cleared_note(part)
-            freed += tokens - _chars(notes[(i, j)])
+            note = cleared_note(part)
+            if _chars(note) < tokens:  # a result shorter than its note stays
+                notes[(i, j)] = note
+                freed += tokens - _chars(note)
     if not notes or freed < max(minimum_worth_clearing, 1):
         return list(messages), 0, 0
     out = list(messages)
@@ -237,7 +246,6 @@ def clear_tool_results(messages: Sequence[ModelMessage], keep_recent_tokens: int
         out[i] = replace(out[i], parts=[replace(p, content=notes[(i, j)]) if (i, j) in notes else p
                                         for j, p in enumerate(out[i].parts)])
     return out, len(notes), freed
-
 
 
 @dataclass
@@ -342,7 +350,7 @@ def tail_start(messages: Sequence[ModelMessage], keep_recent_tokens: int) -> int
     """Return where the verbatim tail begins: the newest `keep_recent_tokens`, never inside a call pair."""
     start, total = len(messages), 0
     while start > 1:
-        tokens = MESSAGE_TOKENS + sum(_part_tokens(p) for p in messages[start - 1].parts)
+        tokens = _message_tokens(messages[start - 1])
         if total + tokens > keep_recent_tokens and start < len(messages):
             break
         total, start = total + tokens, start - 1
@@ -378,7 +386,6 @@ async def summarize_middle(messages: Sequence[ModelMessage], summarizer: Summari
         head = [first, ModelRequest(parts=[part])]
     return CompactionResult([*head, *messages[start:]], summarized=True, summary=summary, removed=middle,
                             removed_messages=len(middle))
-
 
 
 async def compact(messages: Sequence[ModelMessage], settings: Settings, summarizer: Summarizer | None, *,

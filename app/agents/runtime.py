@@ -118,9 +118,14 @@ def load_history(conversation: Conversation) -> list[ModelMessage]:
 
 def model_spec_for(agent: Agent, conversation: Conversation | None = None) -> ModelSpec:
     """Return the model a turn runs on: the conversation's pick, the agent's, else the default."""
+    from app.skills.model_picker import allowed_models
+
     config = None
     if conversation is not None and conversation.model_config_id:
-        config = db.session.get(ModelConfig, conversation.model_config_id)
+        # The pick counts only while the admin still allows it for this agent.
+        allowed = {model.id for model in allowed_models(agent) or []}
+        if conversation.model_config_id in allowed:
+            config = db.session.get(ModelConfig, conversation.model_config_id)
     if config is None and agent.model_config_id:
         config = db.session.get(ModelConfig, agent.model_config_id)
     if config is None:

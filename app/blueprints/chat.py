@@ -45,11 +45,11 @@ def sidebar():
 
 @bp.route("/", methods=["POST"])
 def create():
+    if current_user.role == "guest":
+        abort(403)
     agent = db.session.get(Agent, request.form.get("agent_id", type=int) or 0)
     if agent is None or not agent.usable_by(current_user):
         abort(404)
-    if current_user.role == "guest":
-        abort(403)
     conversation = turns.start_conversation(current_user, agent)
     db.session.commit()
     return redirect(url_for("chat.show", conversation_id=conversation.id))

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import RunContext
-from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.exceptions import ToolFailed, UsageLimitExceeded
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
 
@@ -126,7 +126,11 @@ async def delegate(ctx: RunContext[Any], skill_ctx: SkillContext, hop: Hop, prom
                         extras={DEPTH: hop.depth, CHAIN: hop.chain})
     # The usage object is the caller's, so the delegate's requests also count against the caller's cap.
     limits = UsageLimits(request_limit=ctx.usage.requests + max(1, hop.spec.max_requests))
-    result = await built.agent.run(prompt, usage=ctx.usage, usage_limits=limits)
+    try:
+        result = await built.agent.run(prompt, usage=ctx.usage, usage_limits=limits)
+    except UsageLimitExceeded as error:
+        raise ToolFailed(f"{hop.spec.name} stopped after {hop.spec.max_requests} model requests, its limit, "
+                         "without an answer.") from error
     return str(result.output)
 
 

@@ -72,8 +72,8 @@ class RowPagination(SelectPagination):
         return rows[: self.per_page]
 
     def _query_count(self) -> int:
-        limited = (self._query_args["select"].with_only_columns(literal_column("1")).order_by(None)
-                   .limit(COUNT_LIMIT + 1).subquery())
+        ones = self._query_args["select"].with_only_columns(literal_column("1"), maintain_column_froms=True)
+        limited = ones.order_by(None).limit(COUNT_LIMIT + 1).subquery()
         total = self._query_args["session"].execute(select(func.count()).select_from(limited)).scalar()
         self.capped = total > COUNT_LIMIT
         return min(total, COUNT_LIMIT)

@@ -14,7 +14,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import DeltaToolCall
 
-from app.agents import runtime
+from app.agents import offline, runtime
 from app.approvals import DISCUSS
 from app.extensions import db
 from app.models import Conversation, Message, PendingCall, Run
@@ -103,7 +103,7 @@ def tool_results(app, conversation_id: int) -> list[str]:
 def test_short_options_are_buttons_and_a_click_answers(app, client, auth, scripted_model):
     model = AskingModel(SHORT)
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
     send(app, client, conversation_id, "Paint my bike.")
     call = question_of(app, conversation_id)
     assert (call.kind, call.status, call.args) == (
@@ -142,7 +142,9 @@ def test_short_options_are_buttons_and_a_click_answers(app, client, auth, script
 def test_long_options_are_a_list_with_an_answer_button(app, client, auth, scripted_model):
     auth.login_as("user")
     conversation_id = start_chat(
-        app, client, scripted_model(stream_function=AskingModel(LONG, "How to ship?"))
+        app,
+        client,
+        scripted_model(function=offline.respond, stream_function=AskingModel(LONG, "How to ship?")),
     )
     send(app, client, conversation_id, "Ship my order.")
     call = question_of(app, conversation_id)
@@ -160,7 +162,7 @@ def test_long_options_are_a_list_with_an_answer_button(app, client, auth, script
 def test_a_typed_message_answers_the_question_and_is_not_sent_twice(app, client, auth, scripted_model):
     model = AskingModel(SHORT)
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
     send(app, client, conversation_id, "Paint my bike.")
     call = question_of(app, conversation_id)
 
@@ -189,7 +191,9 @@ def test_a_typed_message_answers_the_question_and_is_not_sent_twice(app, client,
 
 def test_discuss_instead_resumes_with_a_request_to_talk_it_over(app, client, auth, scripted_model):
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=AskingModel(SHORT)))
+    conversation_id = start_chat(
+        app, client, scripted_model(function=offline.respond, stream_function=AskingModel(SHORT))
+    )
     send(app, client, conversation_id, "Paint my bike.")
     call = question_of(app, conversation_id)
     response = client.post(
@@ -204,7 +208,10 @@ def test_too_many_options_are_sent_back_to_the_model(app, client, auth, scripted
     auth.login_as("user")
     options = [f"Option {n}" for n in range(5)]
     conversation_id = start_chat(
-        app, client, scripted_model(stream_function=AskingModel(options)), config={"max_options": 3}
+        app,
+        client,
+        scripted_model(function=offline.respond, stream_function=AskingModel(options)),
+        config={"max_options": 3},
     )
     run_id = send(app, client, conversation_id, "Pick for me.")
     with app.app_context():
@@ -222,7 +229,9 @@ def test_too_many_options_are_sent_back_to_the_model(app, client, auth, scripted
 
 def test_someone_else_cannot_answer(app, client, auth, scripted_model):
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=AskingModel(SHORT)))
+    conversation_id = start_chat(
+        app, client, scripted_model(function=offline.respond, stream_function=AskingModel(SHORT))
+    )
     send(app, client, conversation_id, "Paint my bike.")
     call = question_of(app, conversation_id)
     auth.logout()

@@ -11,7 +11,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelRe
 from pydantic_ai.models.function import DeltaToolCall
 
 from app import create_app
-from app.agents import runtime
+from app.agents import offline, runtime
 from app.extensions import db
 from app.models import Conversation, Message, PendingCall, Run
 from tests.conftest import make_agent
@@ -99,7 +99,7 @@ def context_of(app, conversation_id: int) -> list:
 def test_a_plan_ends_the_turn_as_a_stored_card(app, client, auth, scripted_model):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
     run_id = send(app, client, conversation_id, "Tidy up the late orders.")
 
     with app.app_context():
@@ -130,7 +130,7 @@ def test_a_plan_ends_the_turn_as_a_stored_card(app, client, auth, scripted_model
 def test_approve_resumes_with_approved_and_the_approval_prompt_once(app, client, auth, scripted_model):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
     send(app, client, conversation_id, "Tidy up the late orders.")
     call = pending_call(app, conversation_id)
 
@@ -176,7 +176,7 @@ def test_approve_resumes_with_approved_and_the_approval_prompt_once(app, client,
 def test_revise_needs_words_and_sends_them_back_as_the_result(app, client, auth, scripted_model):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
     send(app, client, conversation_id, "Tidy up the late orders.")
     call = pending_call(app, conversation_id)
 
@@ -213,7 +213,7 @@ def test_revise_needs_words_and_sends_them_back_as_the_result(app, client, auth,
 def test_typing_a_message_asks_for_those_changes(app, client, auth, scripted_model):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
     send(app, client, conversation_id, "Tidy up the late orders.")
     call = pending_call(app, conversation_id)
 
@@ -235,7 +235,7 @@ def test_only_the_owner_reaches_the_card_and_it_survives_a_restart(
 ):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=model))
+    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
     send(app, client, conversation_id, "Tidy up the late orders.")
     call = pending_call(app, conversation_id)
 

@@ -201,6 +201,21 @@ def test_depth_and_cycles_are_guarded(app, client, auth, scripted_model):
     assert "already working on this request" in message.steps[0]["result"]
 
 
+def test_a_delegate_that_reaches_its_own_request_cap_is_a_failed_result(app, client, auth, scripted_model):
+    busy = Script("current_time", {}, answer="Never said")
+    _busy_id, busy_name = agent_with(app, scripted_model, busy, "Busy", max_requests=1,
+                                     skills=[{"name": "clock", "config": {}}])
+    caller = Script("ask_busy", {"request": "Take your time."}, answer="Caller")
+    caller_id, _ = agent_with(app, scripted_model, caller, "Front desk",
+                              skills=[subagent(busy_name, tool_name="ask_busy")])
+    auth.login_as("user")
+
+    _conversation_id, run, message = chat(app, client, caller_id, "Ask busy")
+
+    assert run.status == "succeeded" and len(busy.requests) == 1
+    assert message.steps[0]["failed"] and "stopped after 1 model requests" in message.steps[0]["result"]
+
+
 def test_hand_over_switches_the_conversation_and_the_next_turn_runs_on_the_other_agent(
         app, client, auth, scripted_model):
     billing = Script(answer="Billing here")

@@ -1,4 +1,4 @@
-"""The table skill through real runs: queries, inserts and updates with the acting user's permissions inside the tools."""
+"""The table skill in real runs: query, insert, update, with the user's permissions checked in the tools."""
 
 from __future__ import annotations
 
@@ -43,8 +43,11 @@ class Script:
             if isinstance(part, TextPart):
                 yield part.content
             else:
-                yield {0: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                        tool_call_id=part.tool_call_id)}
+                yield {
+                    0: DeltaToolCall(
+                        name=part.tool_name, json_args=part.args_as_json_str(), tool_call_id=part.tool_call_id
+                    )
+                }
 
 
 def run_with(app, client, scripted_model, script: Script, text: str = "Go", **settings):
@@ -65,8 +68,13 @@ def seed(app, permissions: dict, *customers: str) -> None:
         make_table(permissions=permissions)
         definition = get_table("orders")
         for n, customer in enumerate(customers, start=1):
-            insert_row(definition, validate(definition, {"customer": customer, "amount": str(n * 10),
-                                                         "status": "open" if n % 2 else "closed"})[0])
+            insert_row(
+                definition,
+                validate(
+                    definition,
+                    {"customer": customer, "amount": str(n * 10), "status": "open" if n % 2 else "closed"},
+                )[0],
+            )
 
 
 def test_a_user_without_insert_permission_cannot_insert_through_the_tool(app, client, auth, scripted_model):
@@ -84,7 +92,8 @@ def test_a_user_without_insert_permission_cannot_insert_through_the_tool(app, cl
 
 
 def test_a_query_on_a_field_that_does_not_exist_gets_a_retry_naming_the_real_fields(
-        app, client, auth, scripted_model):
+    app, client, auth, scripted_model
+):
     seed(app, USERS_MAY_READ, "Ada")
     auth.login_as("user")
     script = Script(("query_orders", {"conditions": [{"field": "colour", "op": "=", "value": "red"}]}))
@@ -95,16 +104,19 @@ def test_a_query_on_a_field_that_does_not_exist_gets_a_retry_naming_the_real_fie
     [retry] = [p for p in script.requests[1][-1].parts if isinstance(p, ToolReturnPart)]
     assert retry.outcome == "retried" and retry.retry.cause == "model_retry"
     assert "no field 'colour'" in str(retry.content)
-    assert "its fields are: id, customer, amount, status, due, paid, qty, notes, created_at, updated_at" \
+    assert (
+        "its fields are: id, customer, amount, status, due, paid, qty, notes, created_at, updated_at"
         in str(retry.content)
+    )
     assert message.steps[0]["failed"]
 
 
 def test_a_query_matches_any_field_filters_and_shows_a_small_table(app, client, auth, scripted_model):
     seed(app, USERS_MAY_READ, "Ada", "Grace", "Alan", "Linus")
     auth.login_as("user")
-    script = Script(("query_orders", {"match": "a", "conditions": [{"field": "status", "value": "open"}],
-                                      "limit": 5}))
+    script = Script(
+        ("query_orders", {"match": "a", "conditions": [{"field": "status", "value": "open"}], "limit": 5})
+    )
     run, message = run_with(app, client, scripted_model, script)
     result = message.steps[0]["result"]
     assert result.startswith("2 of 2 matching rows of Orders:")
@@ -125,10 +137,12 @@ def test_the_limit_is_capped_by_the_settings(app, client, auth, scripted_model):
 def test_inserts_and_updates_with_permission_are_validated_and_stored(app, client, auth, scripted_model):
     seed(app, USERS_MAY_WRITE, "Ada")
     user_id = auth.login_as("user")
-    script = Script(("insert_orders", {"values": {"customer": "Grace", "amount": "lots"}}),
-                    ("insert_orders", {"values": {"customer": "Grace", "amount": "7.5", "status": "open"}}),
-                    ("update_orders", {"id": 1, "values": {"status": "closed"}}),
-                    ("update_orders", {"id": 99, "values": {"status": "closed"}}))
+    script = Script(
+        ("insert_orders", {"values": {"customer": "Grace", "amount": "lots"}}),
+        ("insert_orders", {"values": {"customer": "Grace", "amount": "7.5", "status": "open"}}),
+        ("update_orders", {"id": 1, "values": {"status": "closed"}}),
+        ("update_orders", {"id": 99, "values": {"status": "closed"}}),
+    )
     run, message = run_with(app, client, scripted_model, script, allow_insert=True, allow_update=True)
 
     assert run.status == "succeeded", run.error
@@ -201,8 +215,17 @@ def test_inserts_by_an_agent_fire_the_tables_triggers(app, client, auth, scripte
     user_id = auth.login_as("user")
     with app.app_context():
         clerk = make_agent("Clerk")
-        db.session.add(Trigger(name="On order", kind="event", table_id=get_table("orders").id, events=["insert"],
-                               agent_id=clerk.id, run_as_id=user_id, prompt="Order {{ row.id }}"))
+        db.session.add(
+            Trigger(
+                name="On order",
+                kind="event",
+                table_id=get_table("orders").id,
+                events=["insert"],
+                agent_id=clerk.id,
+                run_as_id=user_id,
+                prompt="Order {{ row.id }}",
+            )
+        )
         db.session.commit()
     script = Script(("insert_orders", {"values": {"customer": "Ada"}}))
     run, _message = run_with(app, client, scripted_model, script, allow_insert=True)

@@ -11,7 +11,7 @@ from pydantic_ai.models.function import DeltaToolCall
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.accounts import delete_user
-from app.agents import runtime
+from app.agents import offline, runtime
 from app.agents.deferred import SUPERSEDED
 from app.extensions import db
 from app.models import ApprovalRecord, Conversation, Message, PendingCall, Run, User
@@ -143,7 +143,9 @@ def test_a_guarded_call_waits_and_allow_once_runs_it(app, client, auth, scripted
     deleted: list[int] = []
     app.extensions["skills"]["records"] = records_skill(deleted)
     user_id = auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=CallingModel()))
+    conversation_id = start_chat(
+        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
+    )
     run_id = send(app, client, conversation_id, "delete 7 and count")
 
     assert deleted == []  # nothing ran before the user decided
@@ -202,7 +204,9 @@ def test_deny_sends_the_reason_and_never_runs_the_tool(app, client, auth, script
     deleted: list[int] = []
     app.extensions["skills"]["records"] = records_skill(deleted)
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=CallingModel()))
+    conversation_id = start_chat(
+        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
+    )
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
 
@@ -230,7 +234,7 @@ def test_always_in_this_chat_lets_later_calls_through_in_that_chat_only(app, cli
     deleted: list[int] = []
     app.extensions["skills"]["records"] = records_skill(deleted)
     auth.login_as("user")
-    model_id = scripted_model(stream_function=CallingModel())
+    model_id = scripted_model(function=offline.respond, stream_function=CallingModel())
     conversation_id = start_chat(app, client, model_id)
     send(app, client, conversation_id, "delete 1 and delete 2")
     first, second = calls_of(app, conversation_id)
@@ -262,7 +266,7 @@ def test_always_can_be_turned_off(app, client, auth, scripted_model):
     conversation_id = start_chat(
         app,
         client,
-        scripted_model(stream_function=CallingModel()),
+        scripted_model(function=offline.respond, stream_function=CallingModel()),
         approval={"tools": ["*"], "allow_always": False},
     )
     send(app, client, conversation_id, "delete 7")
@@ -275,7 +279,9 @@ def test_a_typed_message_skips_the_waiting_call(app, client, auth, scripted_mode
     deleted: list[int] = []
     app.extensions["skills"]["records"] = records_skill(deleted)
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=CallingModel()))
+    conversation_id = start_chat(
+        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
+    )
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
 
@@ -317,7 +323,7 @@ def test_asking_the_user_never_needs_approval(app, client, auth, scripted_model)
     auth.login_as("user")
     with app.app_context():
         agent_id = make_agent(
-            model_config_id=scripted_model(stream_function=model),
+            model_config_id=scripted_model(function=offline.respond, stream_function=model),
             skills=[
                 {"name": "ask_user", "config": {}},
                 {"name": "tool_approval", "config": {"tools": ["*"]}},
@@ -331,7 +337,9 @@ def test_asking_the_user_never_needs_approval(app, client, auth, scripted_model)
 def test_owner_check_and_csrf(app, client, auth, scripted_model):
     app.extensions["skills"]["records"] = records_skill([])
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=CallingModel()))
+    conversation_id = start_chat(
+        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
+    )
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
     stranger = app.test_client()
@@ -364,7 +372,9 @@ def test_owner_check_and_csrf(app, client, auth, scripted_model):
 def test_approval_records_outlive_the_chat_and_the_user(app, client, auth, scripted_model):
     app.extensions["skills"]["records"] = records_skill([])
     user_id = auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(stream_function=CallingModel()))
+    conversation_id = start_chat(
+        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
+    )
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
     client.post(f"/approvals/{call.id}/decision", data={"decision": "deny", "reason": "No."})

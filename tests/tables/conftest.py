@@ -11,5 +11,7 @@ from tests.tables.factory import make_table
 def orders(app):
     """An orders table that users may read, insert into and update (not delete)."""
     with app.app_context():
-        make_table(permissions={"read": ["user", "guest"], "insert": ["user"], "update": ["user"], "delete": []})
+        make_table(
+            permissions={"read": ["user", "guest"], "insert": ["user"], "update": ["user"], "delete": []}
+        )
     return "orders"

@@ -17,8 +17,9 @@ ORDER_FIELDS = [
 ]
 
 
-def make_table(name: str = "orders", fields=ORDER_FIELDS, permissions: dict | None = None,
-               label: str | None = None) -> DataTable:
+def make_table(
+    name: str = "orders", fields=ORDER_FIELDS, permissions: dict | None = None, label: str | None = None
+) -> DataTable:
     """Create and commit a table with fields (inside an app context)."""
     definition = create_table(name, label or name.title())
     for field_name, field_label, kind, required, choices in fields:

@@ -29,19 +29,26 @@ def assistant(app, scripted_model, orders):
         definition = get_table("orders")
         definition.assistant_agent_id = agent.id
         insert_row(definition, validate(definition, {"customer": "Ada Lovelace", "amount": "12.5"})[0])
-        make_table("payroll", [("salary", "Salary", "integer", False, None)],
-                   permissions={"read": [], "insert": [], "update": [], "delete": []})
+        make_table(
+            "payroll",
+            [("salary", "Salary", "integer", False, None)],
+            permissions={"read": [], "insert": [], "update": [], "delete": []},
+        )
         insert_row(get_table("payroll"), {"salary": 99000})
         db.session.commit()
     return seen
 
 
 def ask(app, client, data: dict, htmx: bool = True):
-    response = client.post("/data/orders/assistant", data={"text": "What is this?", **data},
-                           headers={"HX-Request": "true"} if htmx else {})
+    response = client.post(
+        "/data/orders/assistant",
+        data={"text": "What is this?", **data},
+        headers={"HX-Request": "true"} if htmx else {},
+    )
     with app.app_context():
-        run_id = db.session.scalar(db.select(Message.run_id).where(Message.role == "user")
-                                   .order_by(Message.id.desc()))
+        run_id = db.session.scalar(
+            db.select(Message.run_id).where(Message.role == "user").order_by(Message.id.desc())
+        )
     if run_id:
         runtime.wait(run_id)
     return response
@@ -67,14 +74,17 @@ def test_the_record_page_shows_the_panel_and_the_agent_gets_the_resolved_record(
         assert message.meta["extras"]["page_context"] == {"resource": "data/orders", "recordKey": 1}
 
 
-@pytest.mark.parametrize("context", [
-    {"resource": "erp/orders", "recordKey": "1"},     # not ours
-    {"resource": "data/payroll", "recordKey": "1"},   # exists, but the user may not read it
-    {"resource": "data/orders", "recordKey": "999"},  # no such record
-    {"resource": "data/orders", "recordKey": "1 OR 1=1"},
-    {"resource": "data/../orders"},
-    {},
-])
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"resource": "erp/orders", "recordKey": "1"},  # not ours
+        {"resource": "data/payroll", "recordKey": "1"},  # exists, but the user may not read it
+        {"resource": "data/orders", "recordKey": "999"},  # no such record
+        {"resource": "data/orders", "recordKey": "1 OR 1=1"},
+        {"resource": "data/../orders"},
+        {},
+    ],
+)
 def test_anything_that_does_not_resolve_leaves_the_assistant_generic(app, client, auth, assistant, context):
     auth.login_as("user")
     assert ask(app, client, context).status_code == 200
@@ -99,8 +109,14 @@ def test_the_conversation_continues_and_only_its_owner_may_continue_it(app, clie
     assert second.status_code == 200 and second.text.count('data-role="user"') == 2
     auth.logout()
     auth.login_as("user")
-    assert client.post("/data/orders/assistant", data={"text": "Hi", "conversation_id": conversation_id},
-                       headers={"HX-Request": "true"}).status_code == 404
+    assert (
+        client.post(
+            "/data/orders/assistant",
+            data={"text": "Hi", "conversation_id": conversation_id},
+            headers={"HX-Request": "true"},
+        ).status_code
+        == 404
+    )
 
 
 def test_without_javascript_the_panel_continues_in_the_chat_page(app, client, auth, assistant):

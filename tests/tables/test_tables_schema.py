@@ -1,4 +1,4 @@
-"""Data tables as real SQL tables: every field kind round-trips; fields are added, renamed and removed safely."""
+"""Data tables as real SQL tables: every kind round-trips; fields are added, renamed and removed safely."""
 
 from __future__ import annotations
 
@@ -29,16 +29,35 @@ def columns(name: str) -> list[str]:
 def test_a_table_is_a_real_sql_table_with_system_columns_and_one_column_per_field(app):
     with app.app_context():
         make_table()
-        assert columns("orders") == ["id", "created_at", "updated_at", "customer", "amount", "status", "due",
-                                     "paid", "qty", "notes"]
+        assert columns("orders") == [
+            "id",
+            "created_at",
+            "updated_at",
+            "customer",
+            "amount",
+            "status",
+            "due",
+            "paid",
+            "qty",
+            "notes",
+        ]
 
 
 def test_every_kind_round_trips_exactly(app):
     with app.app_context():
         definition = make_table()
-        values, errors = validate(definition, {
-            "customer": "  Ada Lovelace ", "amount": "1234.565", "status": "open", "due": "2026-03-01",
-            "paid": "yes", "qty": "-3", "notes": "two\nlines "})
+        values, errors = validate(
+            definition,
+            {
+                "customer": "  Ada Lovelace ",
+                "amount": "1234.565",
+                "status": "open",
+                "due": "2026-03-01",
+                "paid": "yes",
+                "qty": "-3",
+                "notes": "two\nlines ",
+            },
+        )
         assert errors == {}
         row_id = insert_row(definition, values)
         row = get_row(get_table("orders"), row_id)
@@ -56,18 +75,23 @@ def test_a_datetime_without_a_zone_is_read_as_utc(app):
         row = get_row(definition, insert_row(definition, values))
         assert row["at"] == datetime(2026, 5, 1, 10, 30, tzinfo=UTC)
         values, _ = validate(definition, {"at": "2026-05-01T12:30+02:00"})
-        assert get_row(definition, insert_row(definition, values))["at"] == datetime(2026, 5, 1, 10, 30, tzinfo=UTC)
+        assert get_row(definition, insert_row(definition, values))["at"] == datetime(
+            2026, 5, 1, 10, 30, tzinfo=UTC
+        )
 
 
-@pytest.mark.parametrize("field, raw, message", [
-    ("qty", "three", "is not a whole number"),
-    ("amount", "12,5", "is not a number"),
-    ("status", "lost", "is not one of the choices: open, closed"),
-    ("due", "01/03/2026", "is not a date"),
-    ("paid", "maybe", "is not yes or no"),
-    ("customer", "", "Customer is required"),
-    ("customer", "x" * 501, "is too long"),
-])
+@pytest.mark.parametrize(
+    "field, raw, message",
+    [
+        ("qty", "three", "is not a whole number"),
+        ("amount", "12,5", "is not a number"),
+        ("status", "lost", "is not one of the choices: open, closed"),
+        ("due", "01/03/2026", "is not a date"),
+        ("paid", "maybe", "is not yes or no"),
+        ("customer", "", "Customer is required"),
+        ("customer", "x" * 501, "is too long"),
+    ],
+)
 def test_bad_values_are_refused_with_the_reason(app, field, raw, message):
     with app.app_context():
         definition = make_table()

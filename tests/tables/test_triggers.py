@@ -25,13 +25,24 @@ _runners = itertools.count(1)
 def add_trigger(app, kind: str = "event", prompt: str = "New order from {{ row.customer }}", **fields) -> int:
     """Create a trigger run as a new user (with the offline model unless an agent is given)."""
     with app.app_context():
-        agent_id = fields.pop("agent_id", None) or make_agent("Clerk", skills=[{"name": "clock", "config": {}}]).id
-        run_as_id = fields.pop("run_as_id", None) or make_user("user", email=f"runner{next(_runners)}@example.org").id
+        agent_id = (
+            fields.pop("agent_id", None) or make_agent("Clerk", skills=[{"name": "clock", "config": {}}]).id
+        )
+        run_as_id = (
+            fields.pop("run_as_id", None) or make_user("user", email=f"runner{next(_runners)}@example.org").id
+        )
         table = get_table(fields.pop("table", "orders")) if kind == "event" else None
-        trigger = Trigger(name=fields.pop("name", "On new order"), kind=kind, agent_id=agent_id,
-                          run_as_id=run_as_id, prompt=prompt, table_id=table.id if table else None,
-                          events=fields.pop("events", ["insert"] if kind == "event" else []),
-                          token=new_hook_token() if kind == "webhook" else None, **fields)
+        trigger = Trigger(
+            name=fields.pop("name", "On new order"),
+            kind=kind,
+            agent_id=agent_id,
+            run_as_id=run_as_id,
+            prompt=prompt,
+            table_id=table.id if table else None,
+            events=fields.pop("events", ["insert"] if kind == "event" else []),
+            token=new_hook_token() if kind == "webhook" else None,
+            **fields,
+        )
         db.session.add(trigger)
         db.session.commit()
         return trigger.id
@@ -40,14 +51,26 @@ def add_trigger(app, kind: str = "event", prompt: str = "New order from {{ row.c
 def trigger_runs(app) -> list[tuple[Run, list[Message]]]:
     with app.app_context():
         runs = list(db.session.scalars(db.select(Run).where(Run.trigger != "chat").order_by(Run.created_at)))
-        out = [(run, list(db.session.scalars(db.select(Message).where(
-            Message.conversation_id == run.conversation_id).order_by(Message.id)))) for run in runs]
+        out = [
+            (
+                run,
+                list(
+                    db.session.scalars(
+                        db.select(Message)
+                        .where(Message.conversation_id == run.conversation_id)
+                        .order_by(Message.id)
+                    )
+                ),
+            )
+            for run in runs
+        ]
         db.session.expunge_all()
         return out
 
 
 def test_an_insert_runs_the_agent_on_the_offline_model_and_the_run_is_listed_with_its_prompt(
-        app, client, auth, orders):
+    app, client, auth, orders
+):
     add_trigger(app, prompt="New order from {{ row.customer }} for {{ row.amount }}. What time is it now?")
     auth.login_as("user")
     response = client.post("/data/orders", data={"customer": "Ada", "amount": "12.50"})
@@ -73,7 +96,9 @@ def test_an_insert_runs_the_agent_on_the_offline_model_and_the_run_is_listed_wit
     assert client.get("/runs", follow_redirects=True).status_code == 200
 
 
-def test_a_failing_agent_leaves_the_row_and_fails_the_run_with_its_reason(app, client, auth, scripted_model, orders):
+def test_a_failing_agent_leaves_the_row_and_fails_the_run_with_its_reason(
+    app, client, auth, scripted_model, orders
+):
     async def broken(messages, info):
         raise ModelHTTPError(503, "scripted", body={"error": {"message": "The model is overloaded"}})
         yield ""  # pragma: no cover - makes this an async generator
@@ -121,8 +146,12 @@ def test_only_the_chosen_events_fire_and_the_conversation_id_is_written_back(app
 
         add_field(get_table("orders"), "chat", "Chat", "integer")
         db.session.commit()
-    add_trigger(app, events=["update"], prompt="{{ old.status }} -> {{ row.status }} ({{ event }})",
-                write_back_field="chat")
+    add_trigger(
+        app,
+        events=["update"],
+        prompt="{{ old.status }} -> {{ row.status }} ({{ event }})",
+        write_back_field="chat",
+    )
     with app.app_context():
         from app.tables.records import update_row
 
@@ -152,14 +181,16 @@ def test_an_inactive_trigger_or_one_without_a_user_does_not_fire(app, orders):
 
 # --- webhooks -------------------------------------------------------------------------------------
 
+
 def hook_url(app, trigger_id: int) -> str:
     with app.app_context():
         return f"/hooks/{db.session.get(Trigger, trigger_id).token}"
 
 
 def test_a_webhook_runs_the_agent_with_the_body_in_the_prompt(app, client):
-    trigger_id = add_trigger(app, kind="webhook", prompt="Ticket {{ body.ticket.id }} from {{ body.from }}",
-                             name="Helpdesk hook")
+    trigger_id = add_trigger(
+        app, kind="webhook", prompt="Ticket {{ body.ticket.id }} from {{ body.from }}", name="Helpdesk hook"
+    )
     response = client.post(hook_url(app, trigger_id), json={"ticket": {"id": 42}, "from": "ada@example.org"})
     assert response.status_code == 202 and response.is_json
     [(run, _messages)] = trigger_runs(app)
@@ -185,16 +216,25 @@ def test_a_wrong_or_revoked_token_is_404_and_an_oversized_body_413(app, client, 
 def test_a_streamed_body_over_the_limit_is_413_too(app, client):
     url = hook_url(app, add_trigger(app, kind="webhook"))
     # No Content-Length (as with chunked transfer): the limit applies while the body is read.
-    response = client.post(url, input_stream=io.BytesIO(b'{"pad": "' + b"x" * 100_000 + b'"}'),
-                           content_type="application/json", environ_overrides={"wsgi.input_terminated": True})
+    response = client.post(
+        url,
+        input_stream=io.BytesIO(b'{"pad": "' + b"x" * 100_000 + b'"}'),
+        content_type="application/json",
+        environ_overrides={"wsgi.input_terminated": True},
+    )
     assert response.status_code == 413 and response.json["error"] == "too_large"
     assert trigger_runs(app) == []
 
 
-@pytest.mark.parametrize("body, content_type, status", [
-    ("{not json", "application/json", 400), ("[1, 2]", "application/json", 400),
-    ("a=1", "application/x-www-form-urlencoded", 415), ("hello", "text/plain", 415),
-])
+@pytest.mark.parametrize(
+    "body, content_type, status",
+    [
+        ("{not json", "application/json", 400),
+        ("[1, 2]", "application/json", 400),
+        ("a=1", "application/x-www-form-urlencoded", 415),
+        ("hello", "text/plain", 415),
+    ],
+)
 def test_a_webhook_wants_a_json_object(app, client, body, content_type, status):
     url = hook_url(app, add_trigger(app, kind="webhook"))
     response = client.post(url, data=body, content_type=content_type)
@@ -212,6 +252,7 @@ def test_webhooks_need_no_session_or_csrf_token(app, client, settings):
 
 
 # --- schedules ------------------------------------------------------------------------------------
+
 
 def test_a_schedule_fires_once_when_its_time_has_come(app):
     trigger_id = add_trigger(app, kind="schedule", cron="0 8 * * *", prompt="Morning report for {{ today }}")
@@ -233,28 +274,42 @@ def test_the_periodic_job_is_bound_to_huey(app):
     from huey.api import PeriodicTask
 
     huey = app.extensions["jobs"].huey
-    assert any(isinstance(task, PeriodicTask) and task.name == "check_schedules"
-               for task in huey._registry._registry.values() for task in [task()])
+    assert any(
+        isinstance(task, PeriodicTask) and task.name == "check_schedules"
+        for task in huey._registry._registry.values()
+        for task in [task()]
+    )
 
 
 # --- administration -------------------------------------------------------------------------------
+
 
 def test_an_admin_creates_triggers_with_errors_beside_the_fields(app, client, auth, orders):
     admin_id = auth.login_as("admin")
     with app.app_context():
         agent_id = make_agent("Clerk").id
     base = {"name": "On order", "agent_id": agent_id, "run_as_id": admin_id, "active": "y"}
-    bad = client.post("/admin/triggers/", data={**base, "kind": "schedule", "cron": "every day",
-                                                 "prompt": "{{ unclosed"})
+    bad = client.post(
+        "/admin/triggers/", data={**base, "kind": "schedule", "cron": "every day", "prompt": "{{ unclosed"}
+    )
     assert bad.status_code == 422
     assert 'id="cron-error"' in bad.text and 'id="prompt-error"' in bad.text and "Template error" in bad.text
-    no_table = client.post("/admin/triggers/", data={**base, "kind": "event", "events": ["insert"],
-                                                      "prompt": "Hi"})
+    no_table = client.post(
+        "/admin/triggers/", data={**base, "kind": "event", "events": ["insert"], "prompt": "Hi"}
+    )
     assert no_table.status_code == 422 and "Choose the table" in no_table.text
     with app.app_context():
         table_id = get_table("orders").id
-    ok = client.post("/admin/triggers/", data={**base, "kind": "event", "table_id": table_id,
-                                               "events": ["insert", "delete"], "prompt": "{{ row.customer }}"})
+    ok = client.post(
+        "/admin/triggers/",
+        data={
+            **base,
+            "kind": "event",
+            "table_id": table_id,
+            "events": ["insert", "delete"],
+            "prompt": "{{ row.customer }}",
+        },
+    )
     assert ok.status_code == 302
     hook = client.post("/admin/triggers/", data={**base, "name": "Hook", "kind": "webhook", "prompt": "x"})
     page = client.get(hook.location).text

@@ -72,6 +72,9 @@ def resume(run: Run, history: list[ModelMessage]) -> Resumption:
     rows = {row.tool_call_id: row for row in db.session.scalars(db.select(PendingCall).where(
         PendingCall.conversation_id == run.conversation_id,
         PendingCall.tool_call_id.in_([call.tool_call_id for call in calls])))}
+    if not rows:
+        # Not a deferral of ours (a run cut short, say): pydantic-ai closes such calls out itself.
+        return Resumption(prompt=prompt)
     user = db.session.get(User, run.user_id) if run.user_id else None
     outcome = Resumption(results=DeferredToolResults(), prompt=prompt)
     typed_answer_used = False

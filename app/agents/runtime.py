@@ -82,6 +82,8 @@ class Outcome:
     output_tokens: int = 0
     requests: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    # Capabilities that may have compacted the context during the run (their `.results`).
+    compactors: list[Any] = field(default_factory=list)
     waiting: DeferredToolRequests | None = None
 
 
@@ -185,8 +187,8 @@ async def execute(app: Flask, run_id: str) -> str | None:
         needs_title = _finish(turn, outcome, writer)
     writer.published()
     run_events.forget(run_id)
-    if needs_title:
-        await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn)
+    if needs_title or (outcome.status == "succeeded" and _has_skill(turn, "compaction")):
+        await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, needs_title)
     return outcome.status
 
 
@@ -199,6 +201,7 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
             try:
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
                                     turn.extras)
+                outcome.compactors = [c for c in built.capabilities if hasattr(c, "results")]
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
                     turn.prompt if turn.prompt or turn.deferred is None else None,
@@ -313,6 +316,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error
+    if conversation.deleted_at is None:
+        _record_compactions(turn, outcome)
     waiting = outcome.waiting
     # A call that waits for a person shows as a card of the message, not as a step that never ends.
     waiting_ids = {call.tool_call_id for call in [*waiting.calls, *waiting.approvals]} if waiting else set()
@@ -343,15 +348,33 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
             and conversation.title is None and conversation.deleted_at is None)
 
 
-def _follow_ups(app: Flask, turn: Turn) -> None:
-    """Queue the jobs that follow a turn (the title), off the runtime loop."""
+def _record_compactions(turn: Turn, outcome: Outcome) -> None:
+    """Store the notices and records of compactions made inside the run (before the answer)."""
+    from app.compaction_service import record_outcome
+
+    for compactor in outcome.compactors:
+        for result in compactor.results:
+            if result.changed:
+                record_outcome(turn.conversation_id, compactor.config, result, "run")
+
+
+def _has_skill(turn: Turn, name: str) -> bool:
+    return turn.agent is not None and any(entry.get("name") == name for entry in turn.agent.skills)
+
+
+def _follow_ups(app: Flask, turn: Turn, needs_title: bool) -> None:
+    """Queue the jobs that follow a turn (title, threshold compaction), off the runtime loop."""
     from app.agents.titles import generate_title
+    from app.compaction_service import compact_after_reply
 
     with app.app_context():
         try:
-            generate_title.delay(turn.conversation_id)
-        except Exception:  # a title is a nicety: never let it break the turn
-            log.exception("could not queue the title of conversation %s", turn.conversation_id)
+            if needs_title:
+                generate_title.delay(turn.conversation_id)
+            if _has_skill(turn, "compaction"):
+                compact_after_reply.delay(turn.conversation_id)
+        except Exception:  # follow-ups are niceties: never let them break the turn
+            log.exception("could not queue the follow-ups of conversation %s", turn.conversation_id)
 
 
 def _cancel_requested(app: Flask, run_id: str) -> bool:

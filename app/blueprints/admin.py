@@ -9,7 +9,7 @@ from app.accounts import admin_count, create_user, delete_user
 from app.extensions import db
 from app.forms import EditUserForm, NewUserForm
 from app.htmx import is_htmx
-from app.models import User
+from app.models import CompactionRecord, Conversation, User
 from app.security import admin_required
 
 bp = Blueprint("admin", __name__)
@@ -81,3 +81,13 @@ def delete(user_id: int):
         response.headers["HX-Redirect"] = url_for("admin.index")
         return response
     return redirect(request.referrer or url_for("admin.index"))
+
+
+@bp.route("/conversations/<int:conversation_id>/compactions")
+@admin_required
+def compactions(conversation_id: int):
+    """Diagnostics: what compaction summarized away in a conversation ("Keep a record")."""
+    conversation = db.get_or_404(Conversation, conversation_id)
+    records = db.session.scalars(db.select(CompactionRecord).where(
+        CompactionRecord.conversation_id == conversation.id).order_by(CompactionRecord.id)).all()
+    return render_template("admin/compactions.html", conversation=conversation, records=records)

@@ -8,10 +8,11 @@ from flask_login import current_user
 from app import conversations
 from app.agents import turns
 from app.agents.purge import purge_conversation
+from app.compaction_service import compact_stored_context, compaction_config, parse_command
 from app.conversations import export_json, export_markdown, get_own_conversation, transcript
 from app.extensions import db
 from app.htmx import is_htmx, retarget
-from app.models import Agent
+from app.models import Agent, Message
 
 bp = Blueprint("chat", __name__)
 
@@ -78,6 +79,13 @@ def send(conversation_id: int):
         error = "You can no longer use this agent."
     elif turns.active_run(conversation) is not None:
         error = "Wait for the current answer, or stop it, before sending another message."
+    command = parse_command(text) if not error else None
+    if command is not None:
+        config = compaction_config(conversation.agent)
+        if config is None or not config.allow_compact:
+            error = "This agent does not allow /compact."
+        else:
+            return _compact(conversation, text, command)
     if error:
         if is_htmx():
             return retarget(render_template("chat/_composer.html", conversation=conversation, text=text,
@@ -88,6 +96,28 @@ def send(conversation_id: int):
     if is_htmx():
         return render_template("chat/_sent.html", conversation=conversation, message=message, run=run)
     return redirect(url_for("chat.show", conversation_id=conversation.id))
+
+
+def _compact(conversation, text: str, instructions: str):
+    """Shorten what the model is given, now, steered by the user's instructions; no model turn."""
+    message = Message(conversation_id=conversation.id, role="user", content=text)
+    db.session.add(message)
+    db.session.commit()
+    result = compact_stored_context(conversation, "command", instructions or None, force=True)
+    notices = db.session.scalars(db.select(Message).where(
+        Message.conversation_id == conversation.id, Message.id > message.id).order_by(Message.id)).all()
+    if not is_htmx():
+        if not notices:
+            flash(_compact_summary(result))
+        return redirect(url_for("chat.show", conversation_id=conversation.id))
+    return render_template("chat/_compacted.html", conversation=conversation, message=message,
+                           notices=notices, summary=_compact_summary(result))
+
+
+def _compact_summary(result) -> str:
+    if result is None or not result.changed:
+        return "Nothing needed shortening yet."
+    return result.notice()
 
 
 @bp.route("/<int:conversation_id>/rename", methods=["POST"])

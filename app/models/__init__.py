@@ -3,6 +3,7 @@
 from app.models.agents import Agent, ModelConfig
 from app.models.approvals import ApprovalRecord, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
+from app.models.compaction import CompactionRecord
 from app.models.memories import Memory
 from app.models.shares import Share
 from app.models.tables import DataField, DataTable, Trigger, TriggerRun
@@ -12,6 +13,7 @@ __all__ = [
     "ROLES",
     "Agent",
     "ApprovalRecord",
+    "CompactionRecord",
     "Conversation",
     "DataField",
     "DataTable",

@@ -36,6 +36,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.generated_code",
     "app.skills.table",
     "app.skills.preload_data",
+    "app.skills.compaction",
 )
 
 Built = AbstractCapability[Any] | AbstractToolset[Any]

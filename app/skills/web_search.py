@@ -88,7 +88,11 @@ class Search:
         self.name = BACKEND_NAMES[config.backend]
 
     async def __call__(self, query: str) -> list[dict[str, str]] | str:
-        """Search the web for the query."""
+        """Search the web.
+
+        Args:
+            query: The words to search for, as you would type them into a search engine.
+        """
         query = " ".join(query.split())
         if not query:
             raise ModelRetry("Give the words to search for.")

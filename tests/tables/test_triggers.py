@@ -333,3 +333,24 @@ def test_the_runs_list_shows_no_private_chats(app, client, auth):
     assert "A private question" not in page and 'id="runs-empty"' in page
     with app.app_context():
         assert db.session.scalar(db.select(db.func.count(Conversation.id))) == 1
+
+
+def test_the_admin_pages_of_every_kind_of_trigger_render(app, client, auth, orders):
+    auth.login_as("admin")
+    ids = [
+        add_trigger(app, name="Event trigger"),
+        add_trigger(app, kind="webhook", name="Hook trigger"),
+        add_trigger(app, kind="schedule", name="Morning", cron="0 8 * * 1-5"),
+    ]
+    listing = client.get("/admin/triggers/").text
+    assert "Event trigger" in listing and "Hook trigger" in listing and "<code>0 8 * * 1-5</code>" in listing
+    assert "next " in listing
+    for trigger_id in ids:
+        assert client.get(f"/admin/triggers/{trigger_id}").status_code == 200
+    assert "Next run:" in client.get(f"/admin/triggers/{ids[2]}").text
+    assert client.get("/admin/triggers/new?table=1").status_code == 200
+    assert client.get("/admin/tables/orders/import").status_code == 200
+    assert client.post(f"/admin/triggers/{ids[0]}/token").status_code == 404  # only webhooks have addresses
+    assert client.post(f"/admin/triggers/{ids[0]}/delete").status_code == 302
+    with app.app_context():
+        assert db.session.get(Trigger, ids[0]) is None

@@ -1,0 +1,106 @@
+"""Compaction in the chat: the job after a reply, /compact, the notice, the record and its purge."""
+
+from __future__ import annotations
+
+from app.agents import runtime
+from app.agents.compaction import SUMMARY_HEADER
+from app.extensions import db
+from app.models import CompactionRecord, Conversation, Message, Run
+from tests.conftest import make_agent
+
+LONG = ("Please file invoice INV-{n} for order #{n}0 from https://example.org/orders/{n} and note that "
+        "the customer asked for delivery before the end of the month. ") * 8
+
+
+def settings(**overrides) -> dict:
+    base = {"compact_above": 100_000, "keep_recent_messages": 300, "keep_recent_tool_results": 200,
+            "minimum_worth_clearing": 0, "allow_compact": True, "show_notice": True, "keep_record": True}
+    return {**base, **overrides}
+
+
+def start_chat(app, client, auth, config: dict) -> int:
+    auth.login_as("user")
+    with app.app_context():
+        agent = make_agent(skills=[{"name": "compaction", "config": config}])
+        agent_id = agent.id
+    location = client.post("/chat/", data={"agent_id": agent_id}).headers["Location"]
+    return int(location.rsplit("/", 1)[1])
+
+
+def say(app, client, conversation_id: int, text: str):
+    response = client.post(f"/chat/{conversation_id}/messages", data={"text": text},
+                           headers={"HX-Request": "true"})
+    with app.app_context():
+        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id)
+                                   .order_by(Run.created_at.desc()).limit(1))
+    if run_id:
+        runtime.wait(run_id)
+    return response
+
+
+def test_compact_command_shortens_only_the_model_context(app, client, auth):
+    conversation_id = start_chat(app, client, auth, settings())
+    for n in range(1, 5):
+        say(app, client, conversation_id, LONG.format(n=n))
+
+    response = say(app, client, conversation_id, "/compact keep every invoice number")
+
+    assert response.status_code == 200
+    assert "The conversation was shortened for the model" in response.text
+    with app.app_context():
+        conversation = db.session.get(Conversation, conversation_id)
+        context = conversation.model_context
+        transcript = db.session.scalars(db.select(Message).where(Message.conversation_id == conversation_id)
+                                        .order_by(Message.id)).all()
+        record = db.session.scalar(db.select(CompactionRecord))
+        runs = db.session.scalar(db.select(db.func.count(Run.id)).where(Run.conversation_id == conversation_id))
+    # The transcript keeps every message word for word, plus the command and a notice.
+    assert transcript[0].content == LONG.format(n=1).strip()
+    assert [m.role for m in transcript[-2:]] == ["user", "notice"]
+    assert transcript[-2].content == "/compact keep every invoice number"
+    assert runs == 4  # the command started no model turn
+    # The model context holds one summary that kept the identifiers and followed the instructions.
+    assert context.count(SUMMARY_HEADER) == 1
+    assert "INV-1" in context and "INV-2" in context
+    assert record.trigger == "command" and record.summary and record.removed
+
+
+def test_compact_refused_when_the_agent_does_not_allow_it(app, client, auth):
+    conversation_id = start_chat(app, client, auth, settings(allow_compact=False))
+    response = say(app, client, conversation_id, "/compact")
+    assert response.status_code == 422
+    assert "does not allow /compact" in response.text
+    with app.app_context():
+        assert db.session.scalar(db.select(db.func.count(Message.id))) == 0
+
+
+def test_threshold_compaction_runs_after_the_reply(app, client, auth):
+    conversation_id = start_chat(app, client, auth, settings(compact_above=1_000, keep_recent_messages=200,
+                                                             keep_recent_tool_results=100))
+    for n in range(1, 4):
+        say(app, client, conversation_id, LONG.format(n=n))
+    with app.app_context():
+        context = db.session.get(Conversation, conversation_id).model_context
+        notices = db.session.scalars(db.select(Message.content).where(Message.role == "notice")).all()
+    assert SUMMARY_HEADER in context
+    assert notices and all("shortened" in notice for notice in notices)
+
+
+def test_deleting_the_conversation_purges_the_records(app, client, auth):
+    conversation_id = start_chat(app, client, auth, settings())
+    for n in range(1, 4):
+        say(app, client, conversation_id, LONG.format(n=n))
+    say(app, client, conversation_id, "/compact")
+    with app.app_context():
+        assert db.session.scalar(db.select(db.func.count(CompactionRecord.id))) == 1
+    client.post(f"/chat/{conversation_id}/delete")
+    with app.app_context():
+        assert db.session.scalar(db.select(db.func.count(CompactionRecord.id))) == 0
+
+
+def test_records_are_for_admins_only(app, client, auth):
+    conversation_id = start_chat(app, client, auth, settings())
+    assert client.get(f"/admin/conversations/{conversation_id}/compactions").status_code == 403
+    auth.logout()
+    auth.login_as("admin")
+    assert client.get(f"/admin/conversations/{conversation_id}/compactions").status_code == 200

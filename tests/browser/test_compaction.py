@@ -1,0 +1,54 @@
+"""Compaction in real Chromium: `/compact keep every invoice number` shows the notice, and the transcript
+still shows the first message."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.agents import runtime
+from app.extensions import db
+from app.models import Conversation, Run
+from tests.conftest import PASSWORD, make_agent, make_user
+
+pytestmark = pytest.mark.browser
+
+FIRST = "Please book invoice INV-2026-001 for order #4471 and send the PDF invoice-4471.pdf to the customer."
+
+
+def test_compact_command_shows_the_notice_and_keeps_the_transcript(page: Page, app, live_server):
+    with app.app_context():
+        make_user("user", name="Ivy", email="ivy@example.org")
+        make_agent("Bookkeeper", skills=[{"name": "compaction", "config": {
+            "compact_above": 100_000, "keep_recent_messages": 100, "keep_recent_tool_results": 50,
+            "minimum_worth_clearing": 0, "allow_compact": True, "show_notice": True}}])
+    page.goto(f"{live_server.url}/login")
+    page.get_by_label("E-mail").fill("ivy@example.org")
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name=re.compile(r"Chat with Bookkeeper")).click()
+    expect(page).to_have_url(re.compile(r"/chat/\d+$"))
+
+    for text in (FIRST, "Also invoice INV-2026-002 for order #4472, due on 2026-12-15.",
+                 "And INV-2026-003 for order #4473."):
+        page.locator("#composer-text").fill(text)
+        page.locator("#composer-text").press("Enter")
+        expect(page.locator("article.message.assistant").last).not_to_have_class(re.compile(r"\blive\b"))
+        with app.app_context():
+            for run_id in db.session.scalars(db.select(Run.id)):
+                runtime.wait(run_id)
+
+    page.locator("#composer-text").fill("/compact keep every invoice number")
+    page.locator("#composer-text").press("Enter")
+
+    notice = page.locator("article.message.notice").last
+    expect(notice).to_contain_text("The conversation was shortened for the model")
+    # The transcript is untouched: the first message is still there, word for word, after a reload too.
+    page.reload()
+    expect(page.locator("article.message.user").first).to_have_text(FIRST)
+    expect(page.locator("article.message.notice")).to_have_count(1)
+    with app.app_context():
+        context = db.session.scalar(db.select(Conversation.model_context))
+    assert "INV-2026-001" in context and "INV-2026-003" in context

@@ -39,7 +39,8 @@ class NewUserForm(FlaskForm):
 
 
 class SetupForm(NewUserForm):
-    confirm = PasswordField("Repeat password", validators=[DataRequired(), EqualTo("password", "The passwords differ.")])
+    confirm = PasswordField("Repeat password",
+                            validators=[DataRequired(), EqualTo("password", "The passwords differ.")])
 
 
 class EditUserForm(FlaskForm):

@@ -146,6 +146,7 @@ def main() -> int:
             "SECRET_KEY": "bench",
             "JOBS_SQLITE_PATH": str(folder / "j.db"),
             "WTF_CSRF_ENABLED": False,
+            "IMPORTS_PATH": str(folder / "imports"),
         }
     )
     with app.app_context():

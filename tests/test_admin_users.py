@@ -121,9 +121,10 @@ def test_a_deactivated_account_is_signed_out_on_its_next_request(app, client, ad
     assert client.post(f"/admin/users/{other_id}", data={"role": "user"}).status_code == 302  # no "active"
     response = other_client.get("/chat/")
     assert response.status_code == 302 and response.location.startswith("/login")
-    assert other_client.post("/login", data={"email": "other@example.org", "password": PASSWORD}).status_code == 422
+    credentials = {"email": "other@example.org", "password": PASSWORD}
+    assert other_client.post("/login", data=credentials).status_code == 422
     client.post(f"/admin/users/{other_id}", data={"role": "user", "active": "y"})
-    assert other_client.post("/login", data={"email": "other@example.org", "password": PASSWORD}).status_code == 302
+    assert other_client.post("/login", data=credentials).status_code == 302
 
 
 def test_a_deleted_account_is_signed_out_on_its_next_request(app, client, admin, other):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
 from flask import Flask
@@ -86,7 +87,8 @@ def test_setup_rejects_bad_input_beside_the_field_and_stores_nothing(app, client
 
 def test_there_are_no_default_credentials(app, client):
     assert not any("PASSWORD" in key and value for key, value in DEFAULTS.items())
-    for email, password in [("admin", "admin"), ("admin@example.org", "admin"), ("admin@localhost", "password")]:
+    guesses = [("admin", "admin"), ("admin@example.org", "admin"), ("admin@localhost", "password")]
+    for email, password in guesses:
         response = client.post("/login", data={"email": email, "password": password})
         assert response.status_code in (302, 422)
         assert response.status_code != 302 or response.location.endswith("/setup")
@@ -119,7 +121,8 @@ def test_sign_in_follows_next_only_within_the_site(app, client, auth):
     assert response.location == "/shares"
     client.post("/logout")
     for target in ("//evil.example/x", "https://evil.example/", "javascript:alert(1)"):
-        response = client.post(f"/login?next={target}", data={"email": "di@example.org", "password": PASSWORD})
+        response = client.post(f"/login?next={target}",
+                               data={"email": "di@example.org", "password": PASSWORD})
         assert response.location == "/", target
         client.post("/logout")
 
@@ -182,9 +185,12 @@ def test_health_check_is_public(client):
 # --- CSRF -----------------------------------------------------------------------------------------
 
 @pytest.fixture
-def csrf_app(app, settings) -> Flask:
+def csrf_app(app, settings) -> Iterator[Flask]:
     """The same database as `app`, with CSRF protection on as in production."""
-    return create_app({**settings, "WTF_CSRF_ENABLED": True})
+    csrf_app = create_app({**settings, "WTF_CSRF_ENABLED": True})
+    yield csrf_app
+    with csrf_app.app_context():
+        db.engine.dispose()  # close its pooled connections now, not when garbage collected
 
 
 def test_setup_without_or_with_a_wrong_csrf_token_is_refused(csrf_app):
@@ -207,7 +213,8 @@ def test_a_token_from_another_session_is_refused(csrf_app, app):
     first, second = csrf_app.test_client(), csrf_app.test_client()
     token = csrf_token_of(first.get("/login").text)
     second.get("/login")
-    response = second.post("/login", data={"email": "gil@example.org", "password": PASSWORD, "csrf_token": token})
+    response = second.post("/login",
+                           data={"email": "gil@example.org", "password": PASSWORD, "csrf_token": token})
     assert response.status_code == 400
     assert second.get("/chat/").status_code == 302  # not signed in
 
@@ -252,7 +259,8 @@ def test_htmx_requests_send_the_token_as_a_header(csrf_app, app):
     assert wrong.status_code == 400
     with app.app_context():
         assert db.session.get(Conversation, conversation_id).title == "Old"
-    accepted = client.post(url, data={"title": "New title"}, headers={"HX-Request": "true", "X-CSRFToken": token})
+    accepted = client.post(url, data={"title": "New title"},
+                           headers={"HX-Request": "true", "X-CSRFToken": token})
     assert accepted.status_code == 200 and "New title" in accepted.text
 
 
@@ -262,8 +270,8 @@ def test_every_post_form_on_the_pages_carries_the_token(csrf_app, app):
         conversation = Conversation(user_id=admin.id, agent_id=make_agent().id, title="Mine")
         db.session.add(conversation)
         db.session.commit()
-        pages = ["/chat/", f"/chat/{conversation.id}", "/admin/users", "/admin/agents/new", "/admin/models/new",
-                 "/shares", f"/chat/{conversation.id}/share"]
+        pages = ["/chat/", f"/chat/{conversation.id}", "/admin/users", "/admin/agents/new",
+                 "/admin/models/new", "/shares", f"/chat/{conversation.id}/share"]
     client = csrf_app.test_client()
     sign_in_with_csrf(client, "kim@example.org")
     for path in pages:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -63,7 +64,8 @@ def test_guests_cannot_start_chats(app, client, auth):
 def test_sending_over_htmx_answers_the_bubble_and_a_live_run(app, client, auth, scripted_model):
     auth.login_as("user")
     conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, words("Hi")))
-    response = client.post(f"/chat/{conversation_id}/messages", data={"text": "Hello <b>bold</b>"}, headers=HX)
+    response = client.post(f"/chat/{conversation_id}/messages", data={"text": "Hello <b>bold</b>"},
+                           headers=HX)
     assert response.status_code == 200
     run_id = last_run_id(app, conversation_id)
     runtime.wait(run_id)
@@ -140,7 +142,8 @@ def test_the_stream_replays_everything_then_resumes_after_last_event_id(app, cli
     everything = sse_events(response.text)
     ids = [int(e["id"]) for e in everything]
     assert ids == sorted(ids) and everything[-1]["event"] == "end"
-    assert "One two three" in re.sub(r"<[^>]+>", "", "".join(e["data"] for e in everything if e["event"] == "text"))
+    streamed = "".join(e["data"] for e in everything if e["event"] == "text")
+    assert "One two three" in re.sub(r"<[^>]+>", "", streamed)
     assert re.match(r'<article id="message-\d+" class="message assistant"', everything[-1]["data"])
 
     middle = ids[len(ids) // 2 - 1]
@@ -149,6 +152,26 @@ def test_the_stream_replays_everything_then_resumes_after_last_event_id(app, cli
     assert resumed[-1]["event"] == "end"
     by_query = sse_events(client.get(f"/runs/{run_id}/events?after={ids[-2]}").text)
     assert [e["event"] for e in by_query] == ["end"]
+    # A client reconnecting after the end (as EventSource does) gets an empty stream at once, not a hang.
+    started = time.monotonic()
+    assert client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": str(ids[-1])}).text == ""
+    assert time.monotonic() - started < 1
+
+
+def test_a_run_that_ended_without_an_end_event_closes_its_stream(app, client, auth):
+    """A run marked failed by recover-runs (the server crashed mid-run) has no end event to wait for."""
+    user_id = auth.login_as("user")
+    with app.app_context():
+        conversation = Conversation(user_id=user_id, agent_id=make_agent().id)
+        db.session.add(conversation)
+        db.session.flush()
+        run = Run(conversation_id=conversation.id, user_id=user_id, prompt="Hi", status="failed")
+        db.session.add(run)
+        db.session.commit()
+        run_id = run.id
+    started = time.monotonic()
+    assert client.get(f"/runs/{run_id}/events").text == ""
+    assert time.monotonic() - started < 1
 
 
 def test_the_stream_follows_a_live_run_and_shows_tool_steps(app, client, auth, scripted_model):
@@ -159,7 +182,8 @@ def test_the_stream_follows_a_live_run_and_shows_tool_steps(app, client, auth, s
 
     async def model(messages, info):
         if not any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
-            yield {0: DeltaToolCall(name="current_time", json_args='{"timezone": "Europe/Rome"}', tool_call_id="t1")}
+            yield {0: DeltaToolCall(name="current_time", json_args='{"timezone": "Europe/Rome"}',
+                                    tool_call_id="t1")}
             return
         while not gate.is_set():
             await asyncio.sleep(0.01)
@@ -289,8 +313,10 @@ def test_rename_over_htmx_updates_the_heading_and_the_sidebar(app, client, auth)
         assert db.session.get(Conversation, conversation_id).title == "Trip to Rome"
 
 
-@pytest.mark.parametrize(("title", "error"), [("", "Give the chat a title."), ("   ", "Give the chat a title."),
-                                              ("t" * 201, "Use at most 200 characters.")])
+@pytest.mark.parametrize(("title", "error"), [
+    ("", "Give the chat a title."), ("   ", "Give the chat a title."),
+    ("t" * 201, "Use at most 200 characters."),
+])
 def test_a_bad_rename_is_a_422_and_changes_nothing(app, client, auth, title, error):
     user_id = auth.login_as("user")
     (conversation_id,) = make_conversations(app, user_id, 1, title="Kept")
@@ -327,7 +353,8 @@ def test_export_markdown_and_json(app, client, auth, scripted_model):
     assert markdown.status_code == 200 and markdown.mimetype == "text/markdown"
     assert markdown.headers["Content-Disposition"] == f'attachment; filename="chat-{conversation_id}.md"'
     assert markdown.text.startswith("# Capitals\n")
-    assert "## You — " in markdown.text and "Capital of France?" in markdown.text and "**Paris**." in markdown.text
+    assert "## You — " in markdown.text and "Capital of France?" in markdown.text
+    assert "**Paris**." in markdown.text
     exported = client.get(f"/chat/{conversation_id}/export.json")
     assert exported.mimetype == "application/json"
     data = json.loads(exported.text)
@@ -373,7 +400,8 @@ def test_images_in_answers_become_links_and_nothing_loads_from_outside(app, clie
     send(app, client, conversation_id, "Show me")
     page = client.get(f"/chat/{conversation_id}")
     assert "<img" not in page.text
-    assert '<a href="https://evil.example/track.png" rel="noopener noreferrer nofollow">[image: chart]</a>' in page.text
+    link = '<a href="https://evil.example/track.png" rel="noopener noreferrer nofollow">[image: chart]</a>'
+    assert link in page.text
     assert "img-src 'self' data:" in page.headers["Content-Security-Policy"]
 
 

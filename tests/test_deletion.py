@@ -1,4 +1,4 @@
-"""Deletion purges at once: transcript, model context, run events, title; deleting a user purges their data."""
+"""Deletion purges at once: transcript, model context, run events, title; a deleted user's data goes too."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import pytest
 from huey import MemoryHuey, RedisHuey, SqliteHuey
 
 from app import create_app
+from app.extensions import db
 from app.jobs import PING
 
 REDIS_URL = os.environ.get("SKILLDESK_TEST_REDIS_URL")
@@ -43,6 +44,8 @@ def run_ping_on_a_consumer(app, caplog) -> str:
         return wait_for_pong(caplog, token)
     finally:
         consumer.stop(graceful=True)
+        with app.app_context():
+            db.engine.dispose()
 
 
 def test_ping_runs_inline_in_tests(app, caplog):
@@ -57,7 +60,8 @@ def test_ping_runs_inline_in_tests(app, caplog):
 
 
 def test_ping_runs_on_sqlite_with_a_consumer_thread(settings, tmp_path, caplog):
-    app = create_app({**settings, "JOBS_IMMEDIATE": False, "JOBS_SQLITE_PATH": str(tmp_path / "jobs.sqlite3")})
+    app = create_app({**settings, "JOBS_IMMEDIATE": False,
+                      "JOBS_SQLITE_PATH": str(tmp_path / "jobs.sqlite3")})
     assert isinstance(app.extensions["jobs"].huey, SqliteHuey)
     assert run_ping_on_a_consumer(app, caplog).endswith("answered by app")
 

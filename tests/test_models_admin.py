@@ -33,7 +33,8 @@ def field_error(html: str, field: str) -> str | None:
     """Return the error shown beside a field of the model form."""
     import re
 
-    found = re.search(rf'<div class="field invalid"><label for="{field}">.*?<p class="error">([^<]*)</p>', html, re.S)
+    found = re.search(rf'<div class="field invalid"><label for="{field}">.*?<p class="error">([^<]*)</p>',
+                      html, re.S)
     return found.group(1) if found else None
 
 
@@ -53,14 +54,16 @@ def test_create_and_edit_a_configuration_with_profiles(app, client, admin):
         config = configs()["Local llama"]
         assert (config.provider, config.model_name, config.base_url) == (
             "openai-compatible", "llama3.1:8b", "http://localhost:11434/v1")
-        assert (config.context_window, config.max_tokens, config.temperature, config.timeout) == (8192, 1024, 0.3, 30)
+        settings = (config.context_window, config.max_tokens, config.temperature, config.timeout)
+        assert settings == (8192, 1024, 0.3, 30)
         assert config.profiles == {"title": {"max_tokens": 40}, "summary": {"temperature": 0.1}}
         assert config.api_key_env is None and not config.is_default
         config_id = config.id
     assert response.location == f"/admin/models/{config_id}"
     page = client.get(f"/admin/models/{config_id}").text
     assert 'value="llama3.1:8b"' in page and 'name="profile-title-max_tokens"' in page
-    assert client.post(f"/admin/models/{config_id}", data={**VALID, "model_name": "qwen3:4b"}).status_code == 302
+    changed = client.post(f"/admin/models/{config_id}", data={**VALID, "model_name": "qwen3:4b"})
+    assert changed.status_code == 302
     with app.app_context():
         assert configs()["Local llama"].model_name == "qwen3:4b"
 

@@ -52,10 +52,10 @@ class Access:
     roles: tuple[str, ...] = EVERYONE  # signed-in roles that reach it
     public: bool = False  # anonymous visitors reach it too
     owner: bool = False  # another user, and an admin, get 404 for someone else's object
-    denied: int | dict[str, int] = 403  # what the signed-in roles outside `roles` get (by role, or one for all)
-    args: dict[str, str] = field(default_factory=dict)  # URL argument -> object of the world ("@name") or value
+    denied: int | dict[str, int] = 403  # what the signed-in roles outside `roles` get (one, or by role)
+    args: dict[str, str] = field(default_factory=dict)  # URL argument -> "@object" of the world, or a value
     data: dict[str, str] = field(default_factory=dict)  # the form of a POST (values as in `args`)
-    reach: tuple[int, ...] = ()  # statuses that count as reaching (default: anything but 401/403/404, sign-in)
+    reach: tuple[int, ...] = ()  # statuses that count as reaching (default: all but 401/403/404/5xx, sign-in)
     anonymous: str = ""  # "login" when even a public route sends anonymous visitors to sign in
     changes: bool = False  # it deletes, revokes or signs out: the next entry starts from a fresh world
 
@@ -83,6 +83,8 @@ ROUTES: dict[str, Access] = {
     "admin.create": Access(ADMINS),
     "admin.update": Access(ADMINS, args={"user_id": "@victim"}, data={"role": "user", "active": "y"}),
     "admin.delete": Access(ADMINS, args={"user_id": "@victim"}, changes=True),
+    # Diagnostics of compaction: admins read the records of any conversation (not only their own)
+    "admin.compactions": Access(ADMINS, args=CONVERSATION),
     # Models and agents (admin)
     "models.index": Access(ADMINS),
     "models.new": Access(ADMINS),
@@ -200,7 +202,8 @@ def own_objects(user: User, agent: Agent) -> dict[str, object]:
     call = PendingCall(conversation_id=conversation.id, message_id=answer.id, run_id=run.id,
                        tool_call_id="ask-1", tool_name="ask_user", kind="question",
                        args={"question": "Which one?"}, details={})
-    memory = Memory(user_id=user.id, scope="personal", collection=f"memories-user-{user.id}", text="Likes tea")
+    memory = Memory(user_id=user.id, scope="personal", collection=f"memories-user-{user.id}",
+                    text="Likes tea")
     db.session.add_all([share, call, memory])
     credential = save_credential(user.id, "API_TOKEN", "secret-value-123")
     db.session.flush()
@@ -289,7 +292,8 @@ def is_sign_in(response) -> bool:
 def reached(response, access: Access) -> bool:
     if access.reach:
         return response.status_code in access.reach
-    return response.status_code not in (401, 403, 404) and not is_sign_in(response) and response.status_code < 500
+    status = response.status_code
+    return status not in (401, 403, 404) and status < 500 and not is_sign_in(response)
 
 
 def methods_of(app, endpoint: str) -> list[str]:
@@ -299,7 +303,11 @@ def methods_of(app, endpoint: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def endpoints(settings, _database) -> set[str]:
-    return {rule.endpoint for rule in create_app(dict(settings)).url_map.iter_rules()}
+    """The endpoints of a freshly made app (not of one a test added routes to)."""
+    fresh = create_app(dict(settings))
+    with fresh.app_context():
+        db.engine.dispose()
+    return {rule.endpoint for rule in fresh.url_map.iter_rules()}
 
 
 def test_every_route_has_an_entry(endpoints):
@@ -330,7 +338,7 @@ def check_route(app, world: World, endpoint: str, access: Access) -> list[str]:
                 problems.append(f"{method} anonymous: expected to reach, got {response.status_code}")
         else:
             if not is_sign_in(response):
-                problems.append(f"{method} anonymous: expected the sign-in redirect, got {response.status_code}")
+                problems.append(f"{method} anonymous: expected to sign in first, got {response.status_code}")
             if not access.public:
                 as_json = call(app, clients[ANONYMOUS], endpoint, method, access, objects[ANONYMOUS],
                                headers={"Accept": "application/json"})
@@ -351,7 +359,8 @@ def check_route(app, world: World, endpoint: str, access: Access) -> list[str]:
             if role in access.roles and not reached(response, access):
                 problems.append(f"{method} {role}: expected to reach, got {response.status_code}")
             elif role not in access.roles and response.status_code != access.denied_for(role):
-                problems.append(f"{method} {role}: expected {access.denied_for(role)}, got {response.status_code}")
+                problems.append(f"{method} {role}: expected {access.denied_for(role)}, "
+                                f"got {response.status_code}")
     return problems
 
 
@@ -371,6 +380,7 @@ def test_pages_keep_a_strict_content_security_policy(app, world):
         assert "frame-ancestors 'none'" in policy and response.headers["X-Content-Type-Options"] == "nosniff"
         for script in re.findall(r"<script\b[^>]*>", response.text):
             assert "src=" in script, f"{endpoint} has an inline script: {script}"
-        assert not re.search(r"<[^>]+\son[a-z]+\s*=", response.text), f"{endpoint} has an inline event handler"
+        handler = re.search(r"<[^>]+\son[a-z]+\s*=", response.text)
+        assert not handler, f"{endpoint} has an inline event handler: {handler.group(0)}"
         assert 'href="javascript:' not in response.text
     assert checked > 20

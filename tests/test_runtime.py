@@ -59,7 +59,8 @@ def test_history_round_trips_across_turns(app, client, auth, scripted_model):
 
 def test_transcript_and_usage_are_stored_per_message(app, client, auth, scripted_model):
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, words("Hi ", "there")))
+    model = chat_model(scripted_model, words("Hi ", "there"))
+    conversation_id = start_chat(app, client, model_config_id=model)
     run_id = send(app, client, conversation_id, "Hello")
     run, message = outcome(app, run_id)
     assert message.content == "Hi there" and message.meta["status"] == "succeeded"
@@ -134,9 +135,10 @@ def test_a_tools_exception_becomes_a_tool_result_and_the_run_finishes(app, clien
 
 # --- failures -------------------------------------------------------------------------------------
 
-def test_a_provider_error_fails_the_run_with_the_reason_and_keeps_the_message(app, client, auth, scripted_model):
+def test_a_provider_error_fails_the_run_and_keeps_the_message(app, client, auth, scripted_model):
     async def model(messages, info):
-        raise ModelHTTPError(401, "gpt-test", body={"error": {"message": "Incorrect API key provided: sk-***"}})
+        body = {"error": {"message": "Incorrect API key provided: sk-***", "type": "invalid_request_error"}}
+        raise ModelHTTPError(401, "gpt-test", body=body)
         yield ""  # pragma: no cover - makes this an async generator
 
     auth.login_as("user")
@@ -204,7 +206,8 @@ def slow_stream(started: threading.Event, chunks: int = 400, delay: float = 0.02
 def test_stop_keeps_the_partial_output(app, client, auth, scripted_model):
     started = threading.Event()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, slow_stream(started)))
+    model = chat_model(scripted_model, slow_stream(started))
+    conversation_id = start_chat(app, client, model_config_id=model)
     run_id = send(app, client, conversation_id, "Write a long essay", wait=False)
     assert started.wait(5)
     time.sleep(0.1)
@@ -218,7 +221,8 @@ def test_stop_keeps_the_partial_output(app, client, auth, scripted_model):
     with app.app_context():
         context = db.session.get(Conversation, conversation_id).model_context
     assert "Partial answer" in context  # the partial response is kept in the model context too
-    assert "Stopped. What was produced before Stop is kept above." in client.get(f"/chat/{conversation_id}").text
+    page = client.get(f"/chat/{conversation_id}").text
+    assert "Stopped. What was produced before Stop is kept above." in page
     # Stopping a run that has ended changes nothing.
     assert client.post(f"/runs/{run_id}/stop").status_code == 204
     assert outcome(app, run_id)[0].status == "cancelled"

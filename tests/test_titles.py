@@ -41,7 +41,8 @@ class TitleScript:
         return [p.content for m in messages for p in getattr(m, "parts", []) if isinstance(p, UserPromptPart)]
 
 
-def conversation_with(app, model_config_id: int, turns: list[tuple[str, str]], title: str | None = None) -> int:
+def conversation_with(app, model_config_id: int, turns: list[tuple[str, str]],
+                      title: str | None = None) -> int:
     with app.app_context():
         user = make_user()
         agent = make_agent(model_config_id=model_config_id)
@@ -187,7 +188,8 @@ def test_a_rename_during_generation_wins(app, scripted_model):
             db.session.commit()
         return TitleScript("Rotating staging API keys")(messages, info)
 
-    conversation_id = conversation_with(app, scripted_model(function=rename_then_answer), [(QUESTION, ANSWER)])
+    model = scripted_model(function=rename_then_answer)
+    conversation_id = conversation_with(app, model, [(QUESTION, ANSWER)])
     assert run_title_job(app, conversation_id) is None
     assert title_of(app, conversation_id) == "Renamed by me"
 
@@ -217,7 +219,8 @@ def start_and_send(app, client, config_id: int, text: str) -> tuple[int, str]:
     conversation_id = int(client.post("/chat/", data={"agent_id": agent_id}).location.rsplit("/", 1)[-1])
     assert client.post(f"/chat/{conversation_id}/messages", data={"text": text}).status_code == 302
     with app.app_context():
-        run_id = db.session.scalar(db.select(Message.run_id).where(Message.conversation_id == conversation_id))
+        run_id = db.session.scalar(db.select(Message.run_id)
+                                   .where(Message.conversation_id == conversation_id))
     runtime.wait(run_id)
     return conversation_id, run_id
 
@@ -233,7 +236,8 @@ def test_the_first_answer_gets_a_title_and_the_sidebar_shows_it_without_a_reload
     assert title_of(app, conversation_id) == "Rotating staging API keys"
     poll = client.get(f"/chat/{conversation_id}/title?tries=0", headers={"HX-Request": "true"})
     assert poll.status_code == 200
-    assert f'id="conversation-item-{conversation_id}" class="conversation-item" hx-swap-oob="true"' in poll.text
+    item = f'id="conversation-item-{conversation_id}" class="conversation-item" hx-swap-oob="true"'
+    assert item in poll.text
     assert 'id="chat-title" class="chat-title" hx-swap-oob="true"' in poll.text
     assert "Rotating staging API keys" in poll.text
 
@@ -257,6 +261,6 @@ def test_a_failed_first_turn_gets_no_title(app, client, auth, scripted_model):
 
     auth.login_as("user")
     script = TitleScript("Never asked")
-    conversation_id, _run = start_and_send(app, client, scripted_model(function=script, stream_function=broken),
-                                           QUESTION)
+    model = scripted_model(function=script, stream_function=broken)
+    conversation_id, _run = start_and_send(app, client, model, QUESTION)
     assert title_of(app, conversation_id) is None and script.calls == []

@@ -23,17 +23,7 @@ from pydantic_ai.exceptions import (
     UnexpectedModelBehavior,
     UsageLimitExceeded,
 )
-from pydantic_ai.messages import (
-    FunctionToolCallEvent,
-    FunctionToolResultEvent,
-    ModelMessage,
-    ModelMessagesTypeAdapter,
-    ModelResponse,
-    PartDeltaEvent,
-    PartStartEvent,
-    TextPart,
-    TextPartDelta,
-)
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.run import AgentRunResultEvent
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.usage import UsageLimits
@@ -41,6 +31,7 @@ from pydantic_ai.usage import UsageLimits
 from app.agents import deferred, loop
 from app.agents import events as run_events
 from app.agents.builder import AgentSpec, Person, build_agent
+from app.agents.outcome import Outcome, count_usage, translate, usage_from_messages
 from app.agents.providers import ModelSpec, ModelUnavailable
 from app.extensions import db
 from app.models import Agent, Conversation, Message, ModelConfig, Run, RunEvent, User
@@ -48,7 +39,6 @@ from app.models.base import utcnow
 
 log = logging.getLogger(__name__)
 
-STEP_RESULT_CHARS = 4_000
 CANCEL_POLL_SECONDS = 1.0
 
 _tokens: dict[str, CancellationToken] = {}
@@ -69,22 +59,6 @@ class Turn:
     # Answers to the calls an earlier run left waiting, and instructions that come with them (plan approval).
     deferred: DeferredToolResults | None = None
     instructions: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Outcome:
-    status: str = "succeeded"
-    error: str | None = None
-    messages: list[ModelMessage] | None = None
-    text: list[str] = field(default_factory=list)
-    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    requests: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
-    # Capabilities that may have compacted the context during the run (their `.results`).
-    compactors: list[Any] = field(default_factory=list)
-    waiting: DeferredToolRequests | None = None
 
 
 def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
@@ -212,11 +186,11 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                     async for event in stream:
                         if isinstance(event, AgentRunResultEvent):
                             outcome.messages = event.result.all_messages()
-                            _count_usage(outcome, event.result.usage)
+                            count_usage(outcome, event.result.usage)
                             if isinstance(event.result.output, DeferredToolRequests):
                                 outcome.waiting = event.result.output
                         else:
-                            _translate(event, writer, outcome)
+                            translate(event, writer, outcome)
                         if time.monotonic() - last_poll > CANCEL_POLL_SECONDS:
                             last_poll = time.monotonic()
                             if _cancel_requested(app, turn.run_id):
@@ -224,7 +198,7 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
             except RunCancelled as error:
                 outcome.status = "cancelled"
                 outcome.messages = error.all_messages()
-                _count_usage(outcome, error.usage)
+                count_usage(outcome, error.usage)
             except UsageLimitExceeded as error:
                 outcome.status, outcome.error = "unfinished", _limit_message(turn, error)
                 outcome.messages = list(captured)
@@ -257,49 +231,6 @@ def _limit_message(turn: Turn, error: UsageLimitExceeded) -> str:
             "the answer is unfinished and the tool results so far are kept.")
 
 
-def _translate(event: Any, writer: run_events.EventWriter, outcome: Outcome) -> None:
-    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-        if outcome.text and not "".join(outcome.text).endswith("\n"):
-            outcome.text.append("\n\n")
-            writer.text("\n\n")
-        outcome.text.append(event.part.content)
-        writer.text(event.part.content)
-    elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-        outcome.text.append(event.delta.content_delta)
-        writer.text(event.delta.content_delta)
-    elif isinstance(event, FunctionToolCallEvent):
-        step = {"id": event.part.tool_call_id, "name": event.part.tool_name,
-                "args": event.part.args_as_json_str(), "result": None, "failed": False}
-        outcome.steps[step["id"]] = step
-        writer.emit("tool_call", {"id": step["id"], "name": step["name"], "args": step["args"]})
-    elif isinstance(event, FunctionToolResultEvent):
-        part = event.part
-        content = part.model_response_str() if hasattr(part, "model_response_str") else str(part.content)
-        failed = getattr(part, "outcome", "success") != "success" or part.part_kind == "retry-prompt"
-        step = outcome.steps.setdefault(part.tool_call_id, {"id": part.tool_call_id, "name": part.tool_name,
-                                                            "args": "{}"})
-        step.update(result=_clip(content), failed=failed)
-        writer.emit("tool_result", {"id": part.tool_call_id, "name": part.tool_name, "args": step["args"],
-                                    "result": step["result"], "failed": failed})
-
-
-def _count_usage(outcome: Outcome, usage: Any) -> None:
-    if usage is not None:
-        outcome.input_tokens = usage.input_tokens or 0
-        outcome.output_tokens = usage.output_tokens or 0
-        outcome.requests = usage.requests or 0
-
-
-def _usage_from_messages(outcome: Outcome, start: int) -> None:
-    if outcome.input_tokens or not outcome.messages:
-        return
-    for message in outcome.messages[start:]:
-        if isinstance(message, ModelResponse):
-            outcome.input_tokens += message.usage.input_tokens or 0
-            outcome.output_tokens += message.usage.output_tokens or 0
-            outcome.requests += 1
-
-
 def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> bool:
     """Store the assistant message, model context, usage, status and the end event in one transaction.
 
@@ -312,7 +243,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     if conversation.deleted_at is not None:  # deleted while running: purged text must not come back
         outcome.text, outcome.steps, outcome.error = [], {}, None
         db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
-    _usage_from_messages(outcome, len(turn.history))
+    usage_from_messages(outcome, len(turn.history))
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error
@@ -380,10 +311,6 @@ def _follow_ups(app: Flask, turn: Turn, needs_title: bool) -> None:
 def _cancel_requested(app: Flask, run_id: str) -> bool:
     with app.app_context():
         return bool(db.session.scalar(db.select(Run.cancel_requested).where(Run.id == run_id)))
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= STEP_RESULT_CHARS else text[:STEP_RESULT_CHARS] + "…"
 
 
 def recover_interrupted() -> int:

@@ -78,7 +78,8 @@ def generate_title(conversation_id: int) -> str | None:
     question = db.session.scalar(db.select(Message.content).where(
         Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id).limit(1))
     answer = db.session.scalar(db.select(Message.content).where(
-        Message.conversation_id == conversation_id, Message.role == "assistant").order_by(Message.id).limit(1))
+        Message.conversation_id == conversation_id, Message.role == "assistant")
+        .order_by(Message.id).limit(1))
     if not question:
         return None
     agent = db.session.get(Agent, conversation.agent_id) if conversation.agent_id else None

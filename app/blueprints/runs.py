@@ -10,8 +10,8 @@ from flask_login import current_user
 from app.agents import events as run_events
 from app.agents import runtime
 from app.extensions import db
-from app.models import Message, Run
-from app.models.chat import RUN_STATUSES
+from app.models import Conversation, Message, Run, User
+from app.models.chat import ACTIVE_STATUSES, RUN_STATUSES
 from app.security import admin_required
 from app.stream import encode_html, sse
 from app.triggers import history
@@ -44,7 +44,8 @@ def index():
 @bp.route("/<run_id>/events")
 def events(run_id: str):
     run = get_own_run(run_id)
-    after = request.headers.get("Last-Event-ID", request.args.get("after", 0), type=int) or 0
+    # The browser resends Last-Event-ID on reconnect; ?after= is for clients that cannot set headers.
+    after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
     app = current_app._get_current_object()
     user_id = current_user.id
     return Response(stream_with_context(_follow(app, run.id, user_id, after)), mimetype="text/event-stream",
@@ -54,6 +55,7 @@ def events(run_id: str):
 def _follow(app, run_id: str, user_id: int, after: int):
     """Replay stored events after `after`, then follow live ones until the run ends."""
     last_sent = time.monotonic()
+    ended = False
     while True:
         for event in run_events.events_after(run_id, after):
             after = event.seq
@@ -61,24 +63,31 @@ def _follow(app, run_id: str, user_id: int, after: int):
             last_sent = time.monotonic()
             if event.type == run_events.END:
                 return
-        db.session.remove()  # see a fresh snapshot on the next poll
-        if not _still_allowed(run_id, user_id):
+        if ended:  # read after the run had ended: nothing more will come (a client past its end event)
             return
+        db.session.remove()  # see a fresh snapshot on the next poll
+        allowed, ended = _state(run_id, user_id)
+        if not allowed:
+            return
+        if ended:  # read once more: the end event was committed with the status
+            continue
         if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
             yield ": keepalive\n\n"
             last_sent = time.monotonic()
         run_events.wait_for_events(run_id, after, POLL_SECONDS)
 
 
-def _still_allowed(run_id: str, user_id: int) -> bool:
+def _state(run_id: str, user_id: int) -> tuple[bool, bool]:
+    """Return (the user may still follow the run, the run has ended)."""
     # A deleted account, a deactivated one or a deleted conversation ends the stream too.
-    from app.models import Conversation, User
-
     row = db.session.execute(
-        db.select(User.active, Conversation.deleted_at).join(Run, Run.user_id == User.id)
-        .join(Conversation, Conversation.id == Run.conversation_id).where(Run.id == run_id, User.id == user_id)
+        db.select(User.active, Conversation.deleted_at, Run.status).join(Run, Run.user_id == User.id)
+        .join(Conversation, Conversation.id == Run.conversation_id)
+        .where(Run.id == run_id, User.id == user_id)
     ).first()
-    return row is not None and row.active and row.deleted_at is None
+    if row is None or not row.active or row.deleted_at is not None:
+        return False, True
+    return True, row.status not in ACTIVE_STATUSES
 
 
 @bp.route("/<run_id>/stop", methods=["POST"])

@@ -43,9 +43,11 @@ def dialog(conversation_id: int):
 
 def _render_dialog(conversation, errors=None, form=None, status=200, created=None):
     links = db.session.scalars(db.select(Share).where(
-        Share.conversation_id == conversation.id, Share.revoked_at.is_(None)).order_by(Share.created_at.desc()))
+        Share.conversation_id == conversation.id, Share.revoked_at.is_(None))
+        .order_by(Share.created_at.desc()))
     return render_template("shares/_dialog.html", conversation=conversation, links=list(links),
-                           audiences=audiences(), errors=errors or {}, form=form or {}, created=created), status
+                           audiences=audiences(), errors=errors or {}, form=form or {},
+                           created=created), status
 
 
 @bp.route("/chat/<int:conversation_id>/shares", methods=["POST"])
@@ -71,7 +73,8 @@ def create(conversation_id: int):
     expires_at = None
     if days:
         if not days.isdigit() or not 1 <= int(days) <= MAX_EXPIRY_DAYS:
-            errors["expires_days"] = f"Use a whole number of days from 1 to {MAX_EXPIRY_DAYS}, or leave it empty."
+            errors["expires_days"] = (f"Use a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
+                                      "or leave it empty.")
         else:
             expires_at = utcnow() + timedelta(days=int(days))
     if errors:
@@ -147,7 +150,8 @@ def copy(token: str):
     share = get_open_share(token)
     agent = share.conversation.agent
     if agent is None or not agent.usable_by(current_user):
-        flash("You cannot use the agent of this conversation, so it cannot be continued as your own.", "error")
+        flash("You cannot use the agent of this conversation, so it cannot be continued as your own.",
+              "error")
         return redirect(url_for("shares.view", token=token))
     conversation = copy_snapshot(share, current_user)
     db.session.commit()

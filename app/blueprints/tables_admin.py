@@ -92,8 +92,9 @@ def _field_form(definition: DataTable, formdata=None) -> FieldForm:
 
 def render_show(definition: DataTable, status: int = 200, **forms):
     """Render the table's admin page, with any forms that carry errors."""
-    changes = {f.id: ChangeFieldForm(formdata=None, obj=f, prefix=f"f{f.id}",
-                                     data={"choices": "\n".join(f.choices or [])}) for f in definition.fields}
+    changes = {f.id: ChangeFieldForm(formdata=None, prefix=f"f{f.id}", data={
+        "name": f.name, "label": f.label, "required": f.required, "choices": "\n".join(f.choices or [])})
+        for f in definition.fields}
     changes.update(forms.pop("changes", {}))
     return render_template(
         "tables/show.html", table=definition, kinds=KINDS, actions=TABLE_ACTIONS, grantable=GRANTABLE,

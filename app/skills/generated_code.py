@@ -104,10 +104,13 @@ class TableAccess:
         return user.role if user is not None and user.active else None
 
     def _table(self, name: str, action: str) -> DataTable:
-        definition = get_table(str(name))
-        if definition is None or not permissions.allowed(definition, self._role(), "read"):
-            raise LookupError(f"There is no table {name!r} you may read; skilldesk.tables() lists them.")
-        if not permissions.allowed(definition, self._role(), action):
+        definition, role = get_table(str(name)), self._role()
+        # A table the user may neither read nor use this way looks like one that does not exist.
+        if definition is None or not any(permissions.allowed(definition, role, a) for a in ("read", action)):
+            if action == "read":
+                raise LookupError(f"There is no table {name!r} you may read; skilldesk.tables() lists them.")
+            raise LookupError(f"There is no table {name!r} you may {action} rows into.")
+        if not permissions.allowed(definition, role, action):
             raise PermissionError(f"You may not {action} rows of the table {name!r}.")
         return definition
 

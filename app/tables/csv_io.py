@@ -1,6 +1,6 @@
 """CSV import (kinds inferred and confirmed, bad rows listed by line, nothing stored unconfirmed) and export.
 
-An upload is kept in instance/imports/ under a random token between the preview and the
+An upload is kept in IMPORTS_PATH (instance/imports/) under a random token between the preview and the
 confirmation; the confirmation reads it again with the kinds the admin chose, so what is
 imported is exactly what the last preview showed.
 """
@@ -91,7 +91,7 @@ class Plan:
 
 
 def _upload_dir() -> Path:
-    path = Path(current_app.instance_path) / "imports"
+    path = Path(current_app.config.get("IMPORTS_PATH") or Path(current_app.instance_path) / "imports")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -290,15 +290,20 @@ def export_lines(definition: DataTable) -> Iterator[str]:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(["id", *(name for name, _kind in fields), "created_at", "updated_at"])
-        query = select(table).order_by(table.c.id).execution_options(yield_per=BATCH)
-        for count, row in enumerate(db.session.execute(query).mappings(), start=1):
-            writer.writerow([row["id"], *(_cell(kind, row[name]) for name, kind in fields),
-                             jsonable(row["created_at"]), jsonable(row["updated_at"])])
-            if count % BATCH == 0:
-                yield buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
-        yield buffer.getvalue()
+        last = 0
+        while True:
+            # Keyset batches: no cursor stays open between the chunks the client reads.
+            batch = db.session.execute(select(table).where(table.c.id > last).order_by(table.c.id)
+                                       .limit(BATCH)).mappings().all()
+            for row in batch:
+                writer.writerow([row["id"], *(_cell(kind, row[name]) for name, kind in fields),
+                                 jsonable(row["created_at"]), jsonable(row["updated_at"])])
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+            if len(batch) < BATCH:
+                return
+            last = batch[-1]["id"]
 
     return generate()
 

@@ -49,9 +49,10 @@ class DecimalType(TypeDecorator):
         return dialect.type_descriptor(Numeric(DECIMAL_DIGITS, DECIMAL_PLACES))
 
     def process_result_value(self, value, dialect):
-        if value is None or isinstance(value, Decimal):
-            return value
-        return Decimal(repr(value))
+        if value is None:
+            return None
+        # The same value reads the same on both databases: no float noise, no padding zeros.
+        return Decimal(plain_decimal(value if isinstance(value, Decimal) else Decimal(repr(value))))
 
 
 def column_type(kind: str) -> TypeEngine:

@@ -16,6 +16,7 @@ from flask import Flask
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from app import create_app
+from app.extensions import db
 
 CHROMIUM = Path("/usr/bin/chromium")
 HERE = Path(__file__).parent
@@ -26,8 +27,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark every test of this directory `browser`, and skip them all when chromium is missing."""
-    missing = pytest.mark.skipif(not CHROMIUM.exists(),
-                                 reason=f"{CHROMIUM} is not installed (apt-get install -y chromium chromium-driver)")
+    reason = f"{CHROMIUM} is not installed (apt-get install -y chromium chromium-driver)"
+    missing = pytest.mark.skipif(not CHROMIUM.exists(), reason=reason)
     for item in items:
         if HERE in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.browser)
@@ -83,6 +84,8 @@ class LiveServer:
             self._server.server_close()
             self._thread.join(10)
             self._server = None
+            with self.app.app_context():
+                db.engine.dispose()
 
     def restart(self) -> None:
         """Stop, then serve a freshly created app on the same database and port (as after a deploy)."""

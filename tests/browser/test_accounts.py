@@ -1,4 +1,4 @@
-"""Accounts in real Chromium: the first admin, sign out and in, a wrong password, a new user without admin pages."""
+"""Accounts in Chromium: the first admin, sign out and in, a wrong password, a user kept from admin pages."""
 
 from __future__ import annotations
 

@@ -128,9 +128,10 @@ def test_share_with_a_named_user_who_continues_a_copy(browser: Browser, page: Pa
         chat = Conversation(user_id=ann.id, agent_id=demo.id, title="Trip planning")
         db.session.add(chat)
         db.session.flush()
-        db.session.add_all([Message(conversation_id=chat.id, role="user", content="Plan a trip to Rome"),
-                            Message(conversation_id=chat.id, role="assistant", content="Day one: **Colosseum**.",
-                                    meta={"status": "succeeded"})])
+        db.session.add_all([
+            Message(conversation_id=chat.id, role="user", content="Plan a trip to Rome"),
+            Message(conversation_id=chat.id, role="assistant", content="Day one: **Colosseum**.",
+                    meta={"status": "succeeded"})])
         db.session.commit()
         chat_id = chat.id
     url = live_server.url

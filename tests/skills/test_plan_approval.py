@@ -248,15 +248,19 @@ def test_only_the_owner_reaches_the_card_and_it_survives_a_restart(
 
     # A new app on the same database (what a restart is) shows the same card and takes the answer.
     restarted = create_app(dict(settings))
-    restarted_client = restarted.test_client()
-    with client.session_transaction() as session:
-        cookie = dict(session)
-    with restarted_client.session_transaction() as session:
-        session.update(cookie)
-    page = restarted_client.get(f"/chat/{conversation_id}").text
-    assert f'id="call-{call.id}"' in page and "Approve" in page
-    response = restarted_client.post(
-        f"/approvals/{call.id}/plan", data={"decision": "approve"}, headers={"HX-Request": "true"}
-    )
-    assert response.status_code == 200
-    assert resumed_run(app, call.id).status == "succeeded"
+    try:
+        restarted_client = restarted.test_client()
+        with client.session_transaction() as session:
+            cookie = dict(session)
+        with restarted_client.session_transaction() as session:
+            session.update(cookie)
+        page = restarted_client.get(f"/chat/{conversation_id}").text
+        assert f'id="call-{call.id}"' in page and "Approve" in page
+        response = restarted_client.post(
+            f"/approvals/{call.id}/plan", data={"decision": "approve"}, headers={"HX-Request": "true"}
+        )
+        assert response.status_code == 200
+        assert resumed_run(app, call.id).status == "succeeded"
+    finally:
+        with restarted.app_context():
+            db.engine.dispose()

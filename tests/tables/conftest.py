@@ -7,6 +7,12 @@ import pytest
 from tests.tables.factory import make_table
 
 
+@pytest.fixture(autouse=True)
+def _imports_in_tmp(app, tmp_path):
+    """Keep CSV uploads waiting for confirmation out of the instance folder."""
+    app.config["IMPORTS_PATH"] = str(tmp_path / "imports")
+
+
 @pytest.fixture
 def orders(app):
     """An orders table that users may read, insert into and update (not delete)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.extensions import db
@@ -146,3 +148,20 @@ def test_signed_out_people_are_sent_to_sign_in(app, client, auth, orders):
     for path in ("/admin/tables/", "/data/", "/data/orders", "/runs/", "/admin/triggers/"):
         response = client.get(path)
         assert response.status_code == 302 and "/login" in response.location
+
+
+def test_the_field_forms_show_the_current_values(app, client, auth, orders):
+    auth.login_as("admin")
+    with app.app_context():
+        status = get_table("orders").field("status").id
+    page = client.get("/admin/tables/orders").text
+    assert re.search(rf'name="f{status}-choices">\s*open\nclosed</textarea>', page)
+    assert re.search(rf'name="f{status}-name"[^>]* value="status"', page)
+    response = client.post(
+        f"/admin/tables/orders/fields/{status}",
+        data={f"f{status}-name": "status", f"f{status}-label": "State",
+              f"f{status}-choices": "open\nclosed\nheld"},
+    )
+    assert response.status_code == 302
+    with app.app_context():
+        assert get_table("orders").field("status").choices == ["open", "closed", "held"]

@@ -249,6 +249,8 @@ def test_webhooks_need_no_session_or_csrf_token(app, client, settings):
     trigger_id = add_trigger(app, kind="webhook")
     response = strict.test_client().post(hook_url(app, trigger_id), json={"x": 1})
     assert response.status_code == 202
+    with strict.app_context():
+        db.engine.dispose()
 
 
 # --- schedules ------------------------------------------------------------------------------------

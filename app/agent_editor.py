@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from flask import current_app
+
 from app.agents.builder import check_instructions
 from app.extensions import db
 from app.models import ROLES, Agent, ModelConfig
@@ -27,8 +29,9 @@ class AgentForm:
     @classmethod
     def of(cls, agent: Agent | None) -> AgentForm:
         if agent is None:
+            cap = current_app.config["MAX_MODEL_REQUESTS_PER_TURN"]
             values = {"name": "", "description": "", "instructions": "", "model_config_id": None,
-                      "roles": ["admin", "user"], "max_requests": 25}
+                      "roles": ["admin", "user"], "max_requests": cap}
             return cls(values, [])
         values = {"name": agent.name, "description": agent.description, "instructions": agent.instructions,
                   "model_config_id": agent.model_config_id, "roles": list(agent.roles or []),

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import flask_migrate
 import pydantic_ai.models
@@ -115,7 +117,8 @@ def runner(app: Flask):
 
 def make_user(role: str = "user", name: str | None = None, email: str | None = None) -> User:
     """Create and commit a user (inside an app context)."""
-    n = next(_counter)
+    # Unique across module copies: `from tests.conftest import ...` loads this file a second time.
+    n = f"{next(_counter)}-{uuid.uuid4().hex[:6]}"
     # Made like app.accounts.create_user does, but the suite signs in hundreds of times: a salted
     # one-round hash instead of scrypt, which costs ~0.2 s to make and again to check.
     user = User(email=(email or f"{role}{n}@example.org").strip().lower(), name=name or f"{role.title()} {n}",
@@ -165,7 +168,7 @@ def scripted_model(app: Flask) -> Iterator[Callable[..., int]]:
     names: list[str] = []
 
     def make(function=None, stream_function=None, context_window: int = 32_000, **model_kwargs) -> int:
-        provider = f"scripted-{next(_counter)}"
+        provider = f"scripted-{next(_counter)}-{uuid.uuid4().hex[:6]}"
         model = FunctionModel(function, stream_function=stream_function,
                               profile={"context_window": context_window}, **model_kwargs)
         providers.register_provider(provider, lambda _spec: model)
@@ -185,9 +188,16 @@ def scripted_model(app: Flask) -> Iterator[Callable[..., int]]:
 def make_agent(name: str = "Helper", skills: list | None = None, model_config_id: int | None = None,
                roles: list | None = None, instructions: str = "Be helpful.", max_requests: int = 10) -> Agent:
     """Create and commit an agent (inside an app context)."""
-    agent = Agent(name=f"{name} {next(_counter)}", description="", instructions=instructions,
+    unique = f"{next(_counter)}-{uuid.uuid4().hex[:4]}"
+    agent = Agent(name=f"{name} {unique}", description="", instructions=instructions,
                   model_config_id=model_config_id, roles=roles or ["admin", "user"],
                   skills=skills if skills is not None else [], max_requests=max_requests)
     db.session.add(agent)
     db.session.commit()
     return agent
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Run the browser tests last: Playwright's sync API keeps an event loop running in the main thread
+    for the rest of the session, and tests that call asyncio.run() cannot run after it starts."""
+    items.sort(key=lambda item: "browser" in Path(str(item.path)).parts)

@@ -34,7 +34,6 @@ def run_ping_on_a_consumer(app, caplog) -> str:
     """Queue the ping job on the app's huey and let a real consumer thread run it."""
     caplog.set_level(logging.INFO, logger="app.jobs")
     queue = app.extensions["jobs"]
-    queue.huey.flush()
     consumer = queue.consumer(workers=1)
     consumer.start()
     try:

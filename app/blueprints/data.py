@@ -92,7 +92,9 @@ def layout(name: str):
     db.session.commit()
     back = request.form.get("next", "")
     prefix = url_for("data.index", name=definition.name)
-    return redirect(back if back.startswith(prefix) and "//" not in back else prefix)
+    # Only this list, with any query: not /data/<name>_other, nor a path that leaves the site.
+    same_list = back == prefix or (back.startswith(prefix + "?") and "//" not in back)
+    return redirect(back if same_list else prefix)
 
 
 @bp.route("/<name>/new")

@@ -91,14 +91,13 @@ class Plan:
 
 
 def _upload_dir() -> Path:
-    path = Path(current_app.config.get("IMPORTS_PATH") or Path(current_app.instance_path) / "imports")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return Path(current_app.config.get("IMPORTS_PATH") or Path(current_app.instance_path) / "imports")
 
 
 def save_upload(data: bytes) -> str:
     """Keep an uploaded file until it is confirmed; returns its token. Old uploads are removed."""
     folder = _upload_dir()
+    folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.csv"):
         if time.time() - old.stat().st_mtime > KEEP_UPLOADS_SECONDS:
             old.unlink(missing_ok=True)

@@ -64,9 +64,10 @@ def test_chat_with_a_tool_step_then_rename_search_and_delete(page: Page, app, li
     expect(answer).to_contain_text("Here is what the tools returned")
     expect(answer).to_contain_text("current_time")
     expect(page.locator("#composer-text")).to_be_empty()
-    # The title arrives in the sidebar and the heading without a reload.
-    expect(page.locator(".conversation-item .title").first).to_have_text("What is the current time")
-    expect(page.locator("#chat-title h1")).to_have_text("What is the current time")
+    # The title arrives in the sidebar and the heading without a reload (the page polls with a backoff).
+    title = "What is the current time"
+    expect(page.locator(".conversation-item .title").first).to_have_text(title, timeout=15_000)
+    expect(page.locator("#chat-title h1")).to_have_text(title)
     step.locator("summary").click()  # open the tool step, as a reader would
     expect(step.get_by_text("Result")).to_be_visible()
     screenshot(page, "chat")

@@ -69,6 +69,8 @@ def answer_question(call: PendingCall, user: User, text: str | None) -> Run | No
 
 
 def _answer(call: PendingCall, user: User, answer: dict, **options) -> None:
+    if not call.pending:
+        raise NotAnswerable("This was answered already.")
     if turns.active_run(call.conversation) is not None:
         raise NotAnswerable("Wait for the current answer to finish, or stop it, before deciding.")
     if not record_answer(call, answer, user, **options):

@@ -188,7 +188,7 @@ def scripted_model(app: Flask) -> Iterator[Callable[..., int]]:
 def make_agent(name: str = "Helper", skills: list | None = None, model_config_id: int | None = None,
                roles: list | None = None, instructions: str = "Be helpful.", max_requests: int = 10) -> Agent:
     """Create and commit an agent (inside an app context)."""
-    unique = f"{next(_counter)}-{uuid.uuid4().hex[:4]}"
+    unique = f"{next(_counter)}{uuid.uuid4().hex[:4]}"
     agent = Agent(name=f"{name} {unique}", description="", instructions=instructions,
                   model_config_id=model_config_id, roles=roles or ["admin", "user"],
                   skills=skills if skills is not None else [], max_requests=max_requests)

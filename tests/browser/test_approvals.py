@@ -23,6 +23,8 @@ from tests.conftest import PASSWORD, make_agent, make_user
 pytestmark = pytest.mark.browser
 
 PLAN = "1. **Back up** the orders table\n2. Delete the orders older than a year"
+# Waits that include a whole run (model, tools, stored events, the stream) get room on a busy machine.
+RUN = 15_000
 LONG = ["Ship everything in one parcel next Monday morning", "Ship each item as soon as it is in stock"]
 
 
@@ -38,6 +40,11 @@ def send(page: Page, text: str) -> None:
     composer = page.locator("#composer-text")
     composer.fill(text)
     composer.press("Enter")
+
+
+def last_answer(page: Page):
+    """The newest assistant message."""
+    return page.locator("article.message.assistant").last
 
 
 def scripted(decide):
@@ -74,18 +81,19 @@ def test_approve_a_plan(page: Page, app, live_server, scripted_model):
           lambda prompt: [("submit_plan_for_approval", {"plan": PLAN})])
     send(page, "Clean up the old orders")
     card = page.locator("section.call-plan")
-    expect(card).to_contain_text("Plan for your approval")
-    expect(card.locator(".plan strong")).to_have_text("Back up")  # the plan is rendered Markdown
+    expect(card).to_contain_text("Plan for your approval", timeout=RUN)
+    expect(card.locator(".plan strong")).to_have_text("Back up", timeout=RUN)  # the plan is rendered Markdown
 
     card.get_by_role("button", name="Approve").click()
-    expect(card).to_contain_text("Approved")
-    expect(card.get_by_role("button", name="Approve")).to_have_count(0)
-    answer = page.locator("article.message.assistant").last
-    expect(answer).to_contain_text("submit_plan_for_approval: approved")
+    expect(card).to_contain_text("Approved", timeout=RUN)
+    expect(card.get_by_role("button", name="Approve")).to_have_count(0, timeout=RUN)
+    answer = last_answer(page)
+    expect(answer).to_contain_text("submit_plan_for_approval: approved", timeout=RUN)
 
     page.reload()  # single use: after a reload the card is still decided
-    expect(page.locator("section.call-plan")).to_contain_text("Approved")
-    expect(page.locator("section.call-plan").get_by_role("button", name="Approve")).to_have_count(0)
+    expect(page.locator("section.call-plan")).to_contain_text("Approved", timeout=RUN)
+    approve = page.locator("section.call-plan").get_by_role("button", name="Approve")
+    expect(approve).to_have_count(0, timeout=RUN)
 
 
 def test_answer_questions_with_buttons_a_list_or_the_composer(page: Page, app, live_server, scripted_model):
@@ -99,27 +107,28 @@ def test_answer_questions_with_buttons_a_list_or_the_composer(page: Page, app, l
     start(page, live_server.url, app, scripted_model, [{"name": "ask_user", "config": {}}], decide)
     send(page, "paint my bike")
     card = page.locator("section.call-question").last
-    expect(card).to_contain_text("Which colour?")
-    expect(card.get_by_role("button", name="Discuss instead")).to_be_visible()
+    expect(card).to_contain_text("Which colour?", timeout=RUN)
+    expect(card.get_by_role("button", name="Discuss instead")).to_be_visible(timeout=RUN)
     card.get_by_role("button", name="Blue", exact=True).click()
-    expect(card).to_contain_text("Answered: Blue")
-    expect(page.locator("article.message.assistant").last).to_contain_text("ask_user_question: Blue")
+    expect(card).to_contain_text("Answered: Blue", timeout=RUN)
+    expect(last_answer(page)).to_contain_text("ask_user_question: Blue", timeout=RUN)
 
     send(page, "ship my order")
     card = page.locator("section.call-question").last
-    expect(card).to_contain_text("How to ship?")
-    expect(card.get_by_role("radio")).to_have_count(2)  # long labels: a list and an Answer button
+    expect(card).to_contain_text("How to ship?", timeout=RUN)
+    # Long labels: a list to pick from and an Answer button.
+    expect(card.get_by_role("radio")).to_have_count(2, timeout=RUN)
     card.get_by_label(LONG[1]).check()
     card.get_by_role("button", name="Answer", exact=True).click()
-    expect(card).to_contain_text(f"Answered: {LONG[1]}")
-    expect(page.locator("article.message.assistant").last).to_contain_text(f"ask_user_question: {LONG[1]}")
+    expect(card).to_contain_text(f"Answered: {LONG[1]}", timeout=RUN)
+    expect(last_answer(page)).to_contain_text(f"ask_user_question: {LONG[1]}", timeout=RUN)
 
     send(page, "paint it again")
     card = page.locator("section.call-question").last
-    expect(card.get_by_role("button", name="Red", exact=True)).to_be_visible()
+    expect(card.get_by_role("button", name="Red", exact=True)).to_be_visible(timeout=RUN)
     send(page, "Green, please")  # typing in the message box answers the question too
-    expect(page.locator("article.message.assistant").last).to_contain_text("ask_user_question: Green, please")
-    expect(card).to_contain_text("Answered: Green, please")
+    expect(last_answer(page)).to_contain_text("ask_user_question: Green, please", timeout=RUN)
+    expect(card).to_contain_text("Answered: Green, please", timeout=RUN)
 
 
 def test_a_tool_approval_card_survives_a_restart(page: Page, app, live_server, scripted_model):
@@ -148,35 +157,35 @@ def test_a_tool_approval_card_survives_a_restart(page: Page, app, live_server, s
 
     send(page, "delete 7")
     card = page.locator("section.call-approval").last
-    expect(card).to_contain_text("Allow this tool call?")
-    expect(card).to_contain_text("delete_record")
-    expect(card.locator("pre.arguments")).to_contain_text('"record_id": 7')
+    expect(card).to_contain_text("Allow this tool call?", timeout=RUN)
+    expect(card).to_contain_text("delete_record", timeout=RUN)
+    expect(card.locator("pre.arguments")).to_contain_text('"record_id": 7', timeout=RUN)
     assert deleted == []
 
     live_server.restart()  # a new app on the same database and port, as after a deploy
     live_server.app.extensions["skills"]["records"] = records
     page.reload()
     card = page.locator("section.call-approval").last
-    expect(card.get_by_role("button", name="Allow once")).to_be_visible()
+    expect(card.get_by_role("button", name="Allow once")).to_be_visible(timeout=RUN)
     card.get_by_role("button", name="Allow once").click()
-    expect(card).to_contain_text("Allowed once")
-    expect(page.locator("article.message.assistant").last).to_contain_text("delete_record: Record 7 deleted.")
+    expect(card).to_contain_text("Allowed once", timeout=RUN)
+    expect(last_answer(page)).to_contain_text("delete_record: Record 7 deleted.", timeout=RUN)
     assert deleted == [7]
 
     send(page, "delete 8")
     card = page.locator("section.call-approval").last
-    expect(card).to_contain_text('"record_id": 8')
+    expect(card).to_contain_text('"record_id": 8', timeout=RUN)
     card.get_by_text("Deny…").click()
     card.get_by_label("Reason, for the agent (optional)").fill("Record 8 is still in use.")
     card.get_by_role("button", name="Deny", exact=True).click()
-    expect(card).to_contain_text("Denied: “Record 8 is still in use.”")
-    expect(page.locator("article.message.assistant").last).to_contain_text(
-        "The user denied this call: Record 8 is still in use.")
+    expect(card).to_contain_text("Denied: “Record 8 is still in use.”", timeout=RUN)
+    expect(last_answer(page)).to_contain_text(
+        "The user denied this call: Record 8 is still in use.", timeout=RUN)
 
     send(page, "delete 9")
     page.locator("section.call-approval").last.get_by_role("button", name="Always in this chat").click()
-    expect(page.locator("article.message.assistant").last).to_contain_text("Record 9 deleted.")
+    expect(last_answer(page)).to_contain_text("Record 9 deleted.", timeout=RUN)
     send(page, "delete 10")  # allowed in this chat: no card this time
-    expect(page.locator("article.message.assistant").last).to_contain_text("Record 10 deleted.")
-    expect(page.locator("section.call-approval")).to_have_count(3)
+    expect(last_answer(page)).to_contain_text("Record 10 deleted.", timeout=RUN)
+    expect(page.locator("section.call-approval")).to_have_count(3, timeout=RUN)
     assert deleted == [7, 9, 10]

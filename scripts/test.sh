@@ -4,6 +4,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONDONTWRITEBYTECODE=1
 
+echo "== Lint (ruff)"
+.venv/bin/ruff check app tests benchmarks || exit 1
+
 echo "== Test suite on SQLite"
 env -u SKILLDESK_TEST_DATABASE_URL .venv/bin/pytest "$@"
 sqlite_status=$?

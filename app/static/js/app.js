@@ -58,7 +58,14 @@
     if (transcript) transcript.scrollTop = transcript.scrollHeight;
   }
 
-  document.addEventListener("DOMContentLoaded", function () { decorate(document); scrollTranscript(); });
+  // Confirmations fade after a while; errors stay until dismissed.
+  function expireNotices(root) {
+    root.querySelectorAll(".alerts .alert.info").forEach(function (alert) {
+      setTimeout(function () { alert.remove(); }, 6000);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { decorate(document); scrollTranscript(); expireNotices(document); });
   document.addEventListener("htmx:afterSettle", function (event) { decorate(event.target); });
   document.addEventListener("htmx:sseMessage", scrollTranscript);
   document.addEventListener("htmx:afterSwap", function (event) {

@@ -12,12 +12,11 @@ from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolC
 from pydantic_ai.models.function import DeltaToolCall
 from sqlalchemy import select
 
-from app.agents import runtime
 from app.extensions import db
-from app.models import Message, Run
 from app.skills.actions import Config
 from app.tables import schema
 from tests.conftest import make_agent
+from tests.skill_chat import chat_with
 
 TICKET_SCHEMA = {
     "type": "object",
@@ -66,20 +65,6 @@ def action(**settings) -> dict:
     return {"name": "actions", "config": settings}
 
 
-def chat(app, client, agent_id: int, text: str) -> tuple[Run, Message]:
-    conversation_id = int(client.post("/chat/", data={"agent_id": agent_id}).location.rsplit("/", 1)[-1])
-    assert client.post(f"/chat/{conversation_id}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
-    runtime.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-    return run, message
-
-
 @pytest.fixture
 def webhook():
     """A local HTTP endpoint that records what it receives and answers 201 with JSON."""
@@ -122,7 +107,7 @@ def test_a_webhook_action_is_a_tool_with_the_admins_schema_and_calls_the_url(
                              skills=[ticket_action(url, headers=["X-Api-Key: {env:TICKETS_KEY}"])])
     auth.login_as("user")
 
-    run, message = chat(app, client, agent_id, "The printer is on fire")
+    run, message = chat_with(app, client, agent_id, "The printer is on fire")
 
     assert run.status == "succeeded", run.error
     [tool] = script.requests[0][1]
@@ -144,7 +129,7 @@ def test_arguments_that_break_the_schema_are_sent_back_to_the_model_not_to_the_w
     agent_id, _ = agent_with(app, scripted_model, script, skills=[ticket_action(url)])
     auth.login_as("user")
 
-    run, message = chat(app, client, agent_id, "Open a ticket")
+    run, message = chat_with(app, client, agent_id, "Open a ticket")
 
     assert received == []
     [step] = message.steps
@@ -158,7 +143,7 @@ def test_a_webhook_on_a_refused_address_is_not_called(app, client, auth, scripte
     agent_id, _ = agent_with(app, scripted_model, script, skills=[ticket_action(url)])
     auth.login_as("user")
 
-    run, message = chat(app, client, agent_id, "Open a ticket")
+    run, message = chat_with(app, client, agent_id, "Open a ticket")
 
     assert received == []
     assert message.steps[0]["failed"] and "OUTBOUND_ALLOWED_HOSTS" in message.steps[0]["result"]
@@ -174,7 +159,7 @@ def test_an_agent_action_asks_the_agent_with_the_arguments_in_its_prompt(app, cl
         parameters={"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]})])
     auth.login_as("user")
 
-    run, message = chat(app, client, agent_id, "A poem please")
+    run, message = chat_with(app, client, agent_id, "A poem please")
 
     assert run.status == "succeeded"
     assert writer.requests[0][0][0].parts[-1].content == "Write a short poem about cats."
@@ -190,7 +175,7 @@ def test_an_agent_action_to_an_agent_the_user_may_not_use_is_refused(app, client
         tool_name="write_poem", description="Write a poem.", kind="agent", agent=writer_name)])
     auth.login_as("user")
 
-    run, message = chat(app, client, agent_id, "A poem please")
+    run, message = chat_with(app, client, agent_id, "A poem please")
 
     assert writer.requests == []
     assert message.steps[0]["failed"] and "may not use the agent" in message.steps[0]["result"]
@@ -219,7 +204,7 @@ def test_a_table_insert_action_adds_the_row_when_the_users_role_may_insert(app, 
         parameters=TICKET_SCHEMA)])
     auth.login_as("user")
 
-    run, message = chat(app, client, agent_id, "My chair is broken")
+    run, message = chat_with(app, client, agent_id, "My chair is broken")
 
     assert run.status == "succeeded", run.error
     assert rows_of(app, "tickets") == [{"title": "Broken chair", "priority": 3}]
@@ -234,7 +219,7 @@ def test_a_table_insert_action_is_refused_when_the_role_may_not_insert(app, clie
         parameters=TICKET_SCHEMA)])
     auth.login_as("user")
 
-    run, message = chat(app, client, agent_id, "Add an audit row")
+    run, message = chat_with(app, client, agent_id, "Add an audit row")
 
     assert rows_of(app, "audits") == []
     assert message.steps[0]["failed"] and "may not add rows" in message.steps[0]["result"]

@@ -8,16 +8,15 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import DeltaToolCall
 from sqlalchemy import select
 
-from app.agents import runtime, turns
+from app.agents import turns
 from app.extensions import db
-from app.models import Message, Run, RunEvent, User
+from app.models import RunEvent, User
 from app.skills.generated_code import Config, describe_tool
 from app.tables import records, schema
 from tests.conftest import make_agent
+from tests.skill_chat import Script, chat, scripted
 
 
 class Page(http.server.BaseHTTPRequestHandler):
@@ -43,53 +42,6 @@ def site() -> Iterator[str]:
     httpd.shutdown()
     httpd.server_close()
     thread.join()
-
-
-class Script:
-    """A scripted model: each step is a list of tool calls; then it answers with what the tools returned."""
-
-    def __init__(self, *steps: list[tuple[str, dict]]) -> None:
-        self.steps, self.infos, self.retries = list(steps), [], []
-
-    def respond(self, messages, info) -> ModelResponse:
-        if info.output_tools and not info.allow_text_output:  # the title job after the first answer
-            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Scripted"})])
-        self.infos.append(info)
-        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
-        self.retries += [(p.content, p.retry.attempt) for p in returned
-                         if getattr(p, "outcome", "") == "retried"]
-        if len(self.infos) <= len(self.steps):
-            calls = self.steps[len(self.infos) - 1]
-            return ModelResponse(parts=[ToolCallPart(name, args, f"call-{len(self.infos)}-{index}")
-                                        for index, (name, args) in enumerate(calls)])
-        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returned) or "Done")])
-
-    async def stream(self, messages, info):
-        for index, part in enumerate(self.respond(messages, info).parts):
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
-
-
-def chat(app, client, scripted_model, script: Script, settings: dict) -> tuple[Run, Message]:
-    """Make an agent with the skill, chat with it over HTTP, wait for the run; return what it stored."""
-    model_id = scripted_model(function=script.respond, stream_function=script.stream)
-    with app.app_context():
-        agent_id = make_agent("Coder", skills=[{"name": "generated_code", "config": settings}],
-                              model_config_id=model_id).id
-    conversation = client.post("/chat/", data={"agent_id": agent_id}).location.rstrip("/").rsplit("/", 1)[-1]
-    assert client.post(f"/chat/{conversation}/messages", data={"text": "Go"}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == int(conversation)))
-    runtime.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-    return run, message
 
 
 def code(source: str) -> list[tuple[str, dict]]:
@@ -125,7 +77,7 @@ def test_the_code_runs_and_is_kept_in_the_run_for_admins_to_read(app, client, au
               "return {total: [1, 2, 3].reduce((a, b) => a + b), offered: Object.keys(skilldesk)}")
     script = Script(code(source))
 
-    run, message = chat(app, client, scripted_model, script, {})
+    run, message = chat(app, client, "generated_code", {}, model_id=scripted(scripted_model, script))
 
     assert run.status == "succeeded", run.error
     [step] = message.steps
@@ -160,7 +112,7 @@ def test_an_error_comes_back_once_for_a_fix(app, client, auth, scripted_model):
     auth.login_as("user")
     script = Script(code("return totl + 1;"), code("const total = 41;\nreturn total + 1;"))
 
-    run, message = chat(app, client, scripted_model, script, {})
+    run, message = chat(app, client, "generated_code", {}, model_id=scripted(scripted_model, script))
 
     assert run.status == "succeeded", run.error
     broken, fixed = message.steps
@@ -174,7 +126,8 @@ def test_a_second_failure_is_a_plain_failed_result(app, client, auth, scripted_m
     auth.login_as("user")
     script = Script(code("return totl + 1;"), code("while (true) {}"))
 
-    run, message = chat(app, client, scripted_model, script, {"timeout_seconds": 0.5})
+    run, message = chat(app, client, "generated_code", {"timeout_seconds": 0.5},
+                        model_id=scripted(scripted_model, script))
 
     assert run.status == "succeeded", run.error
     _broken, again = message.steps
@@ -196,7 +149,8 @@ def test_read_only_tables_offer_no_insert_and_respect_the_users_role(app, client
       return {offered, tables, open: open.map((row) => row.item), secret};
     """
 
-    run, message = chat(app, client, scripted_model, Script(code(source)), {"read_tables": True})
+    run, message = chat(app, client, "generated_code", {"read_tables": True},
+                        model_id=scripted(scripted_model, Script(code(source))))
 
     assert run.status == "succeeded", run.error
     assert json.loads(message.steps[0]["result"]) == {
@@ -217,7 +171,8 @@ def test_inserts_need_the_setting_and_the_tables_permission(app, client, auth, s
       return {id: row.id, item: row.item, offered: Object.keys(skilldesk), refused};
     """
 
-    run, message = chat(app, client, scripted_model, Script(code(source)), {"insert_rows": True})
+    run, message = chat(app, client, "generated_code", {"insert_rows": True},
+                        model_id=scripted(scripted_model, Script(code(source))))
 
     result = json.loads(message.steps[0]["result"])
     assert result["item"] == "shelf" and result["offered"] == ["insert"]
@@ -240,8 +195,8 @@ def test_a_role_change_applies_within_the_run(app, client, auth, scripted_model)
                     db.session.commit()
             return super().respond(messages, info)
 
-    _run, message = chat(app, client, scripted_model, DemotedMidRun(code(source), code(source)),
-                         {"insert_rows": True})
+    _run, message = chat(app, client, "generated_code", {"insert_rows": True},
+                         model_id=scripted(scripted_model, DemotedMidRun(code(source), code(source))))
 
     before, after = message.steps
     assert before["result"] == "shelf"
@@ -260,7 +215,8 @@ def test_fetch_goes_through_the_guarded_client(app, client, auth, scripted_model
       return {{status: answer.status, rate: JSON.parse(answer.text).rate, refused}};
     """
 
-    _run, message = chat(app, client, scripted_model, Script(code(source)), {"allow_fetch": True})
+    _run, message = chat(app, client, "generated_code", {"allow_fetch": True},
+                         model_id=scripted(scripted_model, Script(code(source))))
 
     result = json.loads(message.steps[0]["result"])
     assert (result["status"], result["rate"]) == (200, 1.08)
@@ -272,8 +228,8 @@ def test_calls_are_capped_per_run(app, client, auth, scripted_model):
     auth.login_as("user")
     source = "for (let i = 0; i < 5; i++) await skilldesk.tables(); return 'all done';"
 
-    _run, message = chat(app, client, scripted_model, Script(code(source), code(source)),
-                         {"read_tables": True, "max_calls": 3})
+    _run, message = chat(app, client, "generated_code", {"read_tables": True, "max_calls": 3},
+                         model_id=scripted(scripted_model, Script(code(source), code(source))))
 
     _first, second = message.steps
     assert "CallBudgetExceeded: this code may make at most 3 skilldesk calls per run" in said(second)

@@ -10,14 +10,9 @@ from urllib.parse import parse_qs
 
 import pytest
 from pydantic import ValidationError
-from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import DeltaToolCall
 
-from app.agents import runtime
-from app.extensions import db
-from app.models import Message, Run
 from app.skills.http_request import Config
-from tests.conftest import make_agent
+from tests.skill_chat import Script, chat, scripted
 
 RELEASE = threading.Event()  # set at teardown, so the slow handler stops waiting
 PAGE = b"""<!doctype html><html><head><title>Opening hours</title><style>p {color: red}</style>
@@ -81,52 +76,6 @@ def site() -> Iterator[int]:
     thread.join()
 
 
-class Script:
-    """A scripted model: each step is a list of tool calls; then it answers with what the tools returned."""
-
-    def __init__(self, *steps: list[tuple[str, dict]]) -> None:
-        self.steps, self.infos = list(steps), []
-
-    def respond(self, messages, info) -> ModelResponse:
-        if info.output_tools and not info.allow_text_output:  # the title job after the first answer
-            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Scripted"})])
-        self.infos.append(info)
-        if len(self.infos) <= len(self.steps):
-            calls = self.steps[len(self.infos) - 1]
-            return ModelResponse(parts=[ToolCallPart(name, args, f"call-{len(self.infos)}-{index}")
-                                        for index, (name, args) in enumerate(calls)])
-        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
-        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returned) or "Done")])
-
-    async def stream(self, messages, info):
-        for index, part in enumerate(self.respond(messages, info).parts):
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
-
-
-def chat(app, client, scripted_model, script: Script, settings: dict, text: str = "Go"
-         ) -> tuple[Run, Message]:
-    """Make an agent with the skill, chat with it over HTTP, wait for the run; return what it stored."""
-    model_id = scripted_model(function=script.respond, stream_function=script.stream)
-    with app.app_context():
-        agent_id = make_agent("Fetcher", skills=[{"name": "http_request", "config": settings}],
-                              model_config_id=model_id).id
-    conversation = client.post("/chat/", data={"agent_id": agent_id}).location.rstrip("/").rsplit("/", 1)[-1]
-    assert client.post(f"/chat/{conversation}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == int(conversation)))
-    runtime.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-    return run, message
-
-
 def said(step: dict) -> str:
     """Return what a tool step returned; a failed result is stored as {"error": "..."}."""
     return json.loads(step["result"])["error"] if step["failed"] else step["result"]
@@ -148,7 +97,7 @@ def test_internal_addresses_are_refused_inside_a_run(app, client, auth, scripted
 
     script = Script(fetches(*urls))
 
-    run, message = chat(app, client, scripted_model, script, {})
+    run, message = chat(app, client, "http_request", {}, model_id=scripted(scripted_model, script))
 
     assert run.status == "succeeded", run.error
     [tool] = script.infos[0].function_tools
@@ -171,8 +120,8 @@ def test_a_redirect_from_an_allowed_host_to_a_refused_one_is_refused(app, client
                                      f"http://127.0.0.1:{site}/redirect?to=http://169.254.169.254/latest/",
                                      f"http://127.0.0.1:{site}/redirect?to=http://10.0.0.1/admin")
 
-    run, message = chat(app, client, scripted_model, Script(fetches(page, to_metadata, to_private)),
-                        {"allowed_hosts": ["127.0.0.1"]})
+    run, message = chat(app, client, "http_request", {"allowed_hosts": ["127.0.0.1"]},
+                        model_id=scripted(scripted_model, Script(fetches(page, to_metadata, to_private))))
 
     assert run.status == "succeeded", run.error
     fetched, metadata, private = message.steps
@@ -194,7 +143,8 @@ def test_the_app_allow_list_applies_and_the_skill_list_adds_to_it(app, client, a
     auth.login_as("user")
     app.config["OUTBOUND_ALLOWED_HOSTS"] = "127.0.0.1"
 
-    run, message = chat(app, client, scripted_model, Script(fetches(f"http://127.0.0.1:{site}/page")), {})
+    run, message = chat(app, client, "http_request", {},
+                        model_id=scripted(scripted_model, Script(fetches(f"http://127.0.0.1:{site}/page"))))
 
     assert not message.steps[0]["failed"] and "We open at 9" in message.steps[0]["result"]
 
@@ -205,7 +155,7 @@ def test_size_and_time_caps_apply(app, client, auth, scripted_model, site):
 
     script = Script(fetches(f"http://127.0.0.1:{site}/big", f"http://127.0.0.1:{site}/slow"))
 
-    run, message = chat(app, client, scripted_model, script, settings)
+    run, message = chat(app, client, "http_request", settings, model_id=scripted(scripted_model, script))
 
     big, slow = message.steps
     assert "2,000 bytes (cut at the size limit)" in big["result"]
@@ -219,9 +169,10 @@ def test_only_the_allowed_methods_may_be_used(app, client, auth, scripted_model,
     post = ("http_request", {"url": url, "method": "POST", "body": '{"a": 1}',
                              "content_type": "application/json"})
 
-    _run, refused = chat(app, client, scripted_model, Script([post]), {"allowed_hosts": ["127.0.0.1"]})
-    _run, sent = chat(app, client, scripted_model, Script([post]),
-                      {"allowed_hosts": ["127.0.0.1"], "methods": ["GET", "POST"]})
+    _run, refused = chat(app, client, "http_request", {"allowed_hosts": ["127.0.0.1"]},
+                         model_id=scripted(scripted_model, Script([post])))
+    _run, sent = chat(app, client, "http_request", {"allowed_hosts": ["127.0.0.1"], "methods": ["GET", "POST"]},
+                      model_id=scripted(scripted_model, Script([post])))
 
     assert refused.steps[0]["failed"]
     assert "Method POST is not allowed here; use one of: GET." in refused.content

@@ -6,14 +6,9 @@ import json
 
 import pytest
 from pydantic import ValidationError
-from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import DeltaToolCall
 
-from app.agents import runtime
-from app.extensions import db
-from app.models import Message, Run
 from app.skills.javascript import Config
-from tests.conftest import make_agent
+from tests.skill_chat import Script, chat, scripted
 
 ADD_TAX = {
     "name": "add_tax",
@@ -27,51 +22,6 @@ ADD_TAX = {
 }
 
 
-class Script:
-    """A scripted model: each step is a list of tool calls; then it answers with what the tools returned."""
-
-    def __init__(self, *steps: list[tuple[str, dict]]) -> None:
-        self.steps, self.infos = list(steps), []
-
-    def respond(self, messages, info) -> ModelResponse:
-        if info.output_tools and not info.allow_text_output:  # the title job after the first answer
-            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Scripted"})])
-        self.infos.append(info)
-        if len(self.infos) <= len(self.steps):
-            calls = self.steps[len(self.infos) - 1]
-            return ModelResponse(parts=[ToolCallPart(name, args, f"call-{len(self.infos)}-{index}")
-                                        for index, (name, args) in enumerate(calls)])
-        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
-        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returned) or "Done")])
-
-    async def stream(self, messages, info):
-        for index, part in enumerate(self.respond(messages, info).parts):
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
-
-
-def chat(app, client, scripted_model, script: Script, settings: dict) -> tuple[Run, Message]:
-    """Make an agent with the skill, chat with it over HTTP, wait for the run; return what it stored."""
-    model_id = scripted_model(function=script.respond, stream_function=script.stream)
-    with app.app_context():
-        agent_id = make_agent("Calculator", skills=[{"name": "javascript", "config": settings}],
-                              model_config_id=model_id).id
-    conversation = client.post("/chat/", data={"agent_id": agent_id}).location.rstrip("/").rsplit("/", 1)[-1]
-    assert client.post(f"/chat/{conversation}/messages", data={"text": "Go"}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == int(conversation)))
-    runtime.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-    return run, message
-
-
 def said(step: dict) -> str:
     """Return what a tool step returned; a failed result is stored as {"error": "..."}."""
     return json.loads(step["result"])["error"] if step["failed"] else step["result"]
@@ -82,7 +32,7 @@ def test_the_admins_function_is_a_tool_with_their_name_description_and_arguments
     auth.login_as("user")
     script = Script([("add_tax", {"amount": 100}), ("add_tax", {"amount": 100, "rate": 0.07})])
 
-    run, message = chat(app, client, scripted_model, script, ADD_TAX)
+    run, message = chat(app, client, "javascript", ADD_TAX, model_id=scripted(scripted_model, script))
 
     assert run.status == "succeeded", run.error
     [tool] = script.infos[0].function_tools
@@ -103,7 +53,7 @@ def test_arguments_that_do_not_fit_the_declaration_are_sent_back(app, client, au
     auth.login_as("user")
     script = Script([("add_tax", {"amount": "ten", "discount": 3})])
 
-    _run, message = chat(app, client, scripted_model, script, ADD_TAX)
+    _run, message = chat(app, client, "javascript", ADD_TAX, model_id=scripted(scripted_model, script))
 
     [step] = message.steps
     assert step["failed"]
@@ -122,7 +72,8 @@ def test_javascript_cannot_reach_modules_files_or_the_network(app, client, auth,
                 "return {kinds, imported};",
     }
 
-    _run, message = chat(app, client, scripted_model, Script([("probe", {})]), settings)
+    _run, message = chat(app, client, "javascript", settings,
+                         model_id=scripted(scripted_model, Script([("probe", {})])))
 
     [step] = message.steps
     assert not step["failed"], step
@@ -141,7 +92,7 @@ def test_javascript_cannot_use_more_time_or_memory_than_configured(app, client, 
     settings = {"name": "hog", "description": "Use resources.", "arguments": [], "code": code,
                 "timeout_seconds": 0.5, "max_memory_mb": 16}
 
-    run, message = chat(app, client, scripted_model, Script([("hog", {})]), settings)
+    run, message = chat(app, client, "javascript", settings, model_id=scripted(scripted_model, Script([("hog", {})])))
 
     assert run.status == "succeeded", run.error
     [step] = message.steps
@@ -153,7 +104,8 @@ def test_a_thrown_error_is_a_failed_result_with_its_line(app, client, auth, scri
     code = "if (amount < 0)\n  throw new RangeError('amount must not be negative');\nreturn 1;"
     settings = {**ADD_TAX, "code": code}
 
-    _run, message = chat(app, client, scripted_model, Script([("add_tax", {"amount": -5})]), settings)
+    _run, message = chat(app, client, "javascript", settings,
+                         model_id=scripted(scripted_model, Script([("add_tax", {"amount": -5})])))
 
     [step] = message.steps
     assert said(step) == "add_tax failed: RangeError: amount must not be negative (line 2)"

@@ -6,17 +6,15 @@ import json
 
 import pytest
 from pydantic import ValidationError
-from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import DeltaToolCall
 
-from app.agents import runtime
 from app.extensions import db
 from app.knowledge.embeddings import Embedder, embedder_from_config
 from app.knowledge.vectors import store_from_config
 from app.memories import remember
-from app.models import Memory, Message, Run
+from app.models import Memory
 from app.skills.memory import Config
 from tests.conftest import make_agent
+from tests.skill_chat import Script, chat_with, scripted
 
 
 @pytest.fixture(scope="session")
@@ -33,54 +31,11 @@ def own_chroma(app, tmp_path, warm_embedder):
     app.config["CHROMA_PATH"] = str(tmp_path / "chroma")
 
 
-class Script:
-    """A scripted model: a step is a list of tool calls or an answer; then it says what the tools returned."""
-
-    def __init__(self, *steps: list[tuple[str, dict]] | str) -> None:
-        self.steps, self.infos = list(steps), []
-
-    def respond(self, messages, info) -> ModelResponse:
-        if info.output_tools and not info.allow_text_output:  # the title job after the first answer
-            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Scripted"})])
-        self.infos.append(info)
-        if len(self.infos) <= len(self.steps):
-            calls = self.steps[len(self.infos) - 1]
-            if isinstance(calls, str):
-                return ModelResponse(parts=[TextPart(calls)])
-            return ModelResponse(parts=[ToolCallPart(name, args, f"call-{len(self.infos)}-{index}")
-                                        for index, (name, args) in enumerate(calls)])
-        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
-        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returned) or "Done")])
-
-    async def stream(self, messages, info):
-        for index, part in enumerate(self.respond(messages, info).parts):
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
-
-
 def memory_agent(app, scripted_model, script: Script, **settings) -> int:
-    model_id = scripted_model(function=script.respond, stream_function=script.stream)
+    model_id = scripted(scripted_model, script)
     with app.app_context():
         return make_agent("Rememberer", skills=[{"name": "memory", "config": settings}],
                           model_config_id=model_id).id
-
-
-def chat(app, client, agent_id: int, text: str = "Go") -> tuple[Run, Message]:
-    """Start a chat over HTTP, send one message, wait for the run; return what it stored."""
-    conversation = client.post("/chat/", data={"agent_id": agent_id}).location.rstrip("/").rsplit("/", 1)[-1]
-    assert client.post(f"/chat/{conversation}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == int(conversation)))
-    runtime.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-    return run, message
 
 
 def memories(app) -> list[tuple[int | None, int | None, str, str, str]]:
@@ -111,7 +66,7 @@ def test_a_personal_memory_is_stored_and_found_again_in_a_later_chat(app, client
                     SEARCH_COLOUR)
     agent_id = memory_agent(app, scripted_model, script)
 
-    run, message = chat(app, client, agent_id, "Remember my colour and city.")
+    run, message = chat_with(app, client, agent_id, "Remember my colour and city.")
 
     assert run.status == "succeeded", run.error
     teal, lisbon = memory_ids(app)
@@ -123,7 +78,7 @@ def test_a_personal_memory_is_stored_and_found_again_in_a_later_chat(app, client
     assert vectors(app, collection) == {f"memory-{teal}": "My favourite colour is teal.",
                                         f"memory-{lisbon}": "I live in Lisbon."}
 
-    run, message = chat(app, client, agent_id, "What colour do I like?")  # a new conversation
+    run, message = chat_with(app, client, agent_id, "What colour do I like?")  # a new conversation
 
     [step] = message.steps
     found = json.loads(step["result"])
@@ -140,13 +95,13 @@ def test_personal_memories_are_kept_apart_and_shared_ones_are_not(app, client, a
     shared = memory_agent(app, scripted_model, Script(store("The office wifi is called Harbour."), "Noted.",
                                                       [("search_memory", {"query": "wifi name"})]),
                           personal=False)
-    chat(app, client, personal)
-    chat(app, client, shared)
+    chat_with(app, client, personal)
+    chat_with(app, client, shared)
     auth.logout()
     auth.login_as("user")
 
-    _run, mine = chat(app, client, personal, "What colour do I like?")
-    _run, ours = chat(app, client, shared, "What is the wifi called?")
+    _run, mine = chat_with(app, client, personal, "What colour do I like?")
+    _run, ours = chat_with(app, client, shared, "What is the wifi called?")
 
     assert mine.steps[-1]["result"] == "Nothing in memory matches."
     assert json.loads(ours.steps[-1]["result"])[0]["text"] == "The office wifi is called Harbour."
@@ -159,7 +114,7 @@ def test_a_repeated_fact_is_stored_once_and_an_overlong_one_is_refused(app, clie
     script = Script(store("I drink tea."), store("I drink tea."), store("x" * 40))
     agent_id = memory_agent(app, scripted_model, script, max_chars=30)
 
-    _run, message = chat(app, client, agent_id)
+    _run, message = chat_with(app, client, agent_id)
 
     first, again, overlong = message.steps
     [tea] = memory_ids(app)

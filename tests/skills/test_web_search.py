@@ -11,15 +11,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from pydantic import ValidationError
-from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import DeltaToolCall
 from pydantic_ai.native_tools import WebSearchTool
 
-from app.agents import runtime
-from app.extensions import db
-from app.models import Message, Run
 from app.skills.web_search import Config
-from tests.conftest import make_agent
+from tests.skill_chat import Script, chat, scripted
 
 RESULTS = {
     "query": "skilldesk",
@@ -83,54 +78,6 @@ def network_reachable() -> bool:
     return True
 
 
-class Script:
-    """A scripted model: each step is a list of tool calls; then it answers with what the tools returned."""
-
-    def __init__(self, *steps: list[tuple[str, dict]]) -> None:
-        self.steps, self.infos = list(steps), []
-
-    def respond(self, messages, info) -> ModelResponse:
-        if info.output_tools and not info.allow_text_output:  # the title job after the first answer
-            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Scripted"})])
-        self.infos.append(info)
-        if len(self.infos) <= len(self.steps):
-            calls = self.steps[len(self.infos) - 1]
-            return ModelResponse(parts=[ToolCallPart(name, args, f"call-{len(self.infos)}-{index}")
-                                        for index, (name, args) in enumerate(calls)])
-        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
-        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returned) or "Done")])
-
-    async def stream(self, messages, info):
-        for index, part in enumerate(self.respond(messages, info).parts):
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
-
-
-def chat(app, client, settings: dict, text: str = "Go", model_id: int | None = None) -> tuple[Run, Message]:
-    """Make an agent with the skill, chat with it over HTTP, wait for the run; return what it stored."""
-    with app.app_context():
-        agent_id = make_agent("Searcher", skills=[{"name": "web_search", "config": settings}],
-                              model_config_id=model_id).id
-    conversation = client.post("/chat/", data={"agent_id": agent_id}).location.rstrip("/").rsplit("/", 1)[-1]
-    assert client.post(f"/chat/{conversation}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == int(conversation)))
-    runtime.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-    return run, message
-
-
-def scripted(scripted_model, script: Script) -> int:
-    return scripted_model(function=script.respond, stream_function=script.stream)
-
-
 def said(step: dict) -> str:
     """Return what a tool step returned; a failed result is stored as {"error": "..."}."""
     return json.loads(step["result"])["error"] if step["failed"] else step["result"]
@@ -144,9 +91,9 @@ def test_searxng_results_carry_urls_that_the_answer_cites(app, client, auth, scr
     app.config["OUTBOUND_ALLOWED_HOSTS"] = "127.0.0.1"  # the test's SearXNG runs on loopback
     SearXNG.queries.clear()
     script = Script(SEARCH)
+    settings = {"backend": "searxng", "searxng_url": searxng + "/", "native": False}
 
-    run, message = chat(app, client, {"backend": "searxng", "searxng_url": searxng + "/", "native": False},
-                        model_id=scripted(scripted_model, script))
+    run, message = chat(app, client, "web_search", settings, model_id=scripted(scripted_model, script))
 
     assert run.status == "succeeded", run.error
     assert SearXNG.queries == [{"q": ["skilldesk"], "format": ["json"]}]
@@ -168,7 +115,7 @@ def test_the_offline_model_has_no_native_search_so_it_gets_the_local_tool(app, c
     app.config["OUTBOUND_ALLOWED_HOSTS"] = "127.0.0.1"
     SearXNG.queries.clear()
 
-    run, message = chat(app, client, {"backend": "searxng", "searxng_url": searxng},
+    run, message = chat(app, client, "web_search", {"backend": "searxng", "searxng_url": searxng},
                         text='Search the web for "skilldesk"')
 
     assert run.status == "succeeded", run.error
@@ -182,7 +129,8 @@ def test_a_model_with_native_search_gets_the_native_tool_instead(app, client, au
     auth.login_as("user")
     script = Script()  # FunctionModel claims every native tool, as a provider with web search would
 
-    run, _message = chat(app, client, {"backend": "duckduckgo"}, model_id=scripted(scripted_model, script))
+    run, _message = chat(app, client, "web_search", {"backend": "duckduckgo"},
+                         model_id=scripted(scripted_model, script))
 
     assert run.status == "succeeded", run.error
     info = script.infos[0]
@@ -193,7 +141,7 @@ def test_a_model_with_native_search_gets_the_native_tool_instead(app, client, au
 def test_an_address_off_the_allow_list_is_a_plain_failure(app, client, auth, scripted_model, searxng):
     auth.login_as("user")
 
-    run, message = chat(app, client, {"backend": "searxng", "searxng_url": searxng, "native": False},
+    run, message = chat(app, client, "web_search", {"backend": "searxng", "searxng_url": searxng, "native": False},
                         model_id=scripted(scripted_model, Script(SEARCH)))
 
     assert run.status == "succeeded", run.error
@@ -206,7 +154,7 @@ def test_an_unreachable_server_is_a_plain_failure(app, client, auth, scripted_mo
     app.config["OUTBOUND_ALLOWED_HOSTS"] = "127.0.0.1"
     settings = {"backend": "searxng", "searxng_url": f"http://127.0.0.1:{closed_port}", "native": False}
 
-    run, message = chat(app, client, settings, model_id=scripted(scripted_model, Script(SEARCH)))
+    run, message = chat(app, client, "web_search", settings, model_id=scripted(scripted_model, Script(SEARCH)))
 
     assert run.status == "succeeded", run.error
     [step] = message.steps
@@ -223,7 +171,7 @@ def test_without_network_the_tool_reports_the_failure_plainly(app, client, auth,
     settings = {"backend": backend, "native": False, "timeout_seconds": 3,
                 "api_key_env": "SKILLDESK_TEST_BRAVE_KEY"}
 
-    run, message = chat(app, client, settings, model_id=scripted(scripted_model, Script(SEARCH)))
+    run, message = chat(app, client, "web_search", settings, model_id=scripted(scripted_model, Script(SEARCH)))
 
     assert run.status == "succeeded", run.error
     [step] = message.steps
@@ -235,7 +183,7 @@ def test_a_missing_api_key_says_which_variable_to_set(app, client, auth, scripte
     auth.login_as("user")
     monkeypatch.delenv("TAVILY_API_KEY", raising=False)
 
-    run, message = chat(app, client, {"backend": "tavily", "native": False},
+    run, message = chat(app, client, "web_search", {"backend": "tavily", "native": False},
                         model_id=scripted(scripted_model, Script(SEARCH)))
 
     [step] = message.steps

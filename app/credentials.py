@@ -11,11 +11,13 @@ import base64
 import os
 import re
 from collections.abc import Mapping
+from typing import Annotated
 
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
+from pydantic import AfterValidator
 
 from app.extensions import db
 from app.models.credentials import Credential
@@ -118,6 +120,19 @@ def check_header(line: str) -> str | None:
     if not colon or not HEADER_NAME.match(name.strip()):
         return f"Write each header as Name: value ({line[:40]!r} is not)."
     return check_template(template)
+
+
+def header_lines(value: list[str]) -> list[str]:
+    """Validate header settings (one `Name: value` a line), dropping blank lines."""
+    lines = [line.strip() for line in value if line.strip()]
+    for line in lines:
+        if problem := check_header(line):
+            raise ValueError(problem)
+    return lines
+
+
+# A skill setting holding headers: `headers: HeaderLines = Field(default_factory=list, ...)`.
+HeaderLines = Annotated[list[str], AfterValidator(header_lines)]
 
 
 def fill_headers(lines: list[str], user_id: int | None,

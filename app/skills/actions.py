@@ -22,7 +22,7 @@ from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.credentials import check_header, fill_headers
+from app.credentials import HeaderLines, fill_headers
 from app.extensions import db
 from app.models import User
 from app.outbound import fetch, policy_from_config
@@ -61,7 +61,7 @@ class Config(BaseModel):
     method: Literal["POST", "PUT", "PATCH", "GET"] = Field("POST", title="Method")
     """Webhook only: POST, PUT and PATCH send the arguments as a JSON body, GET as query parameters."""
 
-    headers: list[str] = Field(default_factory=list, title="Headers")
+    headers: HeaderLines = Field(default_factory=list, title="Headers")
     """Webhook only: one header per line, as Name: value; {env:NAME} and {credential:NAME} are filled in."""
 
     agent: str = Field("", max_length=80, title="Agent", validate_default=True)
@@ -105,15 +105,6 @@ class Config(BaseModel):
         if info.data.get("kind") == "webhook" and not re.match(r"^https?://[^\s/]+", value.strip()):
             raise ValueError("Give the URL to call, starting with http:// or https://.")
         return value.strip()
-
-    @field_validator("headers")
-    @classmethod
-    def header_lines(cls, value: list[str]) -> list[str]:
-        lines = [line.strip() for line in value if line.strip()]
-        for line in lines:
-            if problem := check_header(line):
-                raise ValueError(problem)
-        return lines
 
     @field_validator("agent")
     @classmethod

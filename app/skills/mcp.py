@@ -21,7 +21,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.toolsets import AbstractToolset
 
-from app.credentials import ENV_NAME, MissingSecret, check_header, fill_headers
+from app.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
 from app.outbound import OutboundPolicy, OutboundRefused, policy_from_config, refusal_reason
 from app.skills.registry import Skill, SkillContext
 
@@ -38,7 +38,7 @@ class Config(BaseModel):
     url: str = Field("", max_length=300, title="URL", validate_default=True)
     """HTTP only: the server's address, such as https://mcp.example.com/mcp."""
 
-    headers: list[str] = Field(default_factory=list, title="Headers")
+    headers: HeaderLines = Field(default_factory=list, title="Headers")
     """HTTP only: one header per line, as Name: value. Write {env:NAME} for a server environment variable
     and {credential:NAME} for the user's own saved credential, for example
     Authorization: Bearer {credential:github}."""
@@ -72,15 +72,6 @@ class Config(BaseModel):
                 raise ValueError(f"{name!r} is not an environment variable name "
                                  "(letters, digits, underscores).")
         return names
-
-    @field_validator("headers")
-    @classmethod
-    def header_lines(cls, value: list[str]) -> list[str]:
-        lines = [line.strip() for line in value if line.strip()]
-        for line in lines:
-            if problem := check_header(line):
-                raise ValueError(problem)
-        return lines
 
     @field_validator("args", "allowed_tools")
     @classmethod

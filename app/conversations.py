@@ -9,14 +9,18 @@ from typing import Any
 from flask import abort
 from flask_login import current_user
 from sqlalchemy import or_
+from sqlalchemy.sql.base import ExecutableOption
 
 from app.extensions import db
 from app.models import Conversation, Message
 
 
-def get_own_conversation(conversation_id: int) -> Conversation:
-    """Return the signed-in user's conversation, or 404 (the same answer for someone else's)."""
-    conversation = db.session.get(Conversation, conversation_id)
+def get_own_conversation(conversation_id: int, *options: ExecutableOption) -> Conversation:
+    """Return the signed-in user's conversation, or 404 (the same answer for someone else's).
+
+    `options` are loader options, such as `turns.FOR_TURN` for a view that starts a run.
+    """
+    conversation = db.session.get(Conversation, conversation_id, options=options)
     if conversation is None or conversation.user_id != current_user.id or conversation.deleted_at is not None:
         abort(404)
     return conversation

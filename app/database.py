@@ -28,3 +28,17 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 def is_sqlite(engine: Engine | None = None) -> bool:
     """Tell whether the app's database is SQLite."""
     return (engine or db.engine).dialect.name == "sqlite"
+
+
+def commit_keeping_loaded() -> None:
+    """Commit without expiring the session's objects, for a view that renders them right after.
+
+    A plain commit expires every loaded object, so each one would be read again by the render.
+    Use it only where nothing else can have changed those rows in between.
+    """
+    session = db.session()
+    previous, session.expire_on_commit = session.expire_on_commit, False
+    try:
+        session.commit()
+    finally:
+        session.expire_on_commit = previous

@@ -6,13 +6,16 @@ against a baseline measured side by side in the same process, because the machin
 
 (a) a turn through HTTP + SSE against a minimal Flask app doing the same exchange (POST the message,
     read the SSE stream) for the same pydantic-ai agent on the same instant FunctionModel, with no
-    storage, auth or rendering: target ratio ≤ 1.5, and the added milliseconds;
+    storage, auth or rendering: target ratio ≤ 1.5, and the added milliseconds. Both sides hold one
+    conversation whose history grows turn by turn, so the model sees the same messages on both; the
+    baseline keeps that history in a dict;
 (b) the sidebar's first page at 100 and at 10,000 conversations: target ratio ≤ 1.3;
 (c) opening a 2,000-message conversation against a 10-message one (reported, no target).
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import re
 import statistics
@@ -27,6 +30,7 @@ import httpx
 from flask import Flask, Response, request
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.run import AgentRunResultEvent
 from werkzeug.serving import make_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -63,6 +67,7 @@ def baseline_app() -> Flask:
     base = Flask("baseline")
     agent = PydanticAgent(MODEL)
     streams: dict[str, queue.Queue] = {}
+    history: list = []
 
     @base.post("/send")
     def send():
@@ -70,8 +75,10 @@ def baseline_app() -> Flask:
         streams[run_id] = events
 
         async def go(text: str) -> None:
-            async with agent.run_stream_events(text) as stream:
+            async with agent.run_stream_events(text, message_history=history) as stream:
                 async for event in stream:
+                    if isinstance(event, AgentRunResultEvent):
+                        history[:] = event.result.all_messages()
                     events.put(repr(event))
             events.put(None)
 
@@ -159,6 +166,7 @@ def main() -> int:
         figures.append(f"{name}: {value:.2f} {unit}{suffix}")
 
     # (a) a chat turn, interleaved with the baseline round by round
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access-log line per request, on either side
     ours_base, ours_server = serve(app)
     base_url, base_server = serve(baseline_app())
     with httpx.Client(timeout=30) as ours, httpx.Client(timeout=30) as theirs:
@@ -176,6 +184,9 @@ def main() -> int:
     report("chat_turn_skilldesk_p50", ours_ms, "ms")
     report("chat_turn_added", ours_ms - base_ms, "ms")
     report("chat_turn_ratio", ratio, "x", "≤ 1.5", ratio <= 1.5)
+    if "--turn-only" in sys.argv:
+        print("\n".join(figures))
+        return 1 if failed else 0
 
     # (b) the sidebar's first page at 100 and at 10,000 conversations
     with app.app_context():

@@ -38,17 +38,19 @@ def notify(run_id: str, seq: int) -> None:
         condition.notify_all()
 
 
-def wait_for_events(run_id: str, after: int, timeout: float) -> None:
+def wait_for_events(run_id: str, after: int, timeout: float) -> bool:
     """Sleep until the run has stored an event after `after`, or the timeout passes.
 
-    Checking the newest sequence number under the lock closes the gap between a listener's query
-    and its wait, so no notification is lost; listeners in other processes rely on the timeout.
+    Returns whether this process stored such an event (False after a timeout). Checking the newest
+    sequence number under the lock closes the gap between a listener's query and its wait, so no
+    notification is lost; listeners in other processes rely on the timeout.
     """
     condition = _condition(run_id)
     with condition:
         if _latest.get(run_id, 0) > after:
-            return
+            return True
         condition.wait(timeout)
+        return _latest.get(run_id, 0) > after
 
 
 def forget(run_id: str) -> None:
@@ -85,27 +87,40 @@ class EventWriter:
 
     def emit(self, type_: str, data: dict[str, Any]) -> None:
         self.flush()
-        self._store([(type_, data)])
+        self._store([self._row(type_, data)])
 
     def flush(self) -> None:
         self._last_flush = time.monotonic()
         if self._text:
-            delta, self._text = "".join(self._text), []
-            self._store([("text", {"delta": delta})])
+            self._store([self._pending_text()])
 
-    def stage(self, type_: str, data: dict[str, Any]) -> None:
-        """Add an event to the caller's open transaction; call `published()` after its commit."""
-        self.seq += 1
-        db.session.add(RunEvent(run_id=self.run_id, seq=self.seq, type=type_, data=data))
+    def stage(self, *events: tuple[str, dict[str, Any]], with_text: bool = True) -> None:
+        """Add events, after the text not yet stored, to the caller's open transaction.
+
+        Call `published()` once the caller has committed.
+        """
+        rows = [self._pending_text()] if with_text and self._text else []
+        self._text = []
+        rows += [self._row(type_, data) for type_, data in events]
+        db.session.execute(db.insert(RunEvent), rows)
 
     def published(self) -> None:
         """Wake listeners after the caller committed staged events."""
         notify(self.run_id, self.seq)
 
-    def _store(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+    def _pending_text(self) -> dict[str, Any]:
+        delta, self._text = "".join(self._text), []
+        return self._row("text", {"delta": delta})
+
+    def discard_text(self) -> None:
+        self._text = []
+
+    def _row(self, type_: str, data: dict[str, Any]) -> dict[str, Any]:
+        self.seq += 1
+        return {"run_id": self.run_id, "seq": self.seq, "type": type_, "data": data}
+
+    def _store(self, rows: list[dict[str, Any]]) -> None:
         with self.app.app_context():
-            for type_, data in items:
-                self.seq += 1
-                db.session.add(RunEvent(run_id=self.run_id, seq=self.seq, type=type_, data=data))
+            db.session.execute(db.insert(RunEvent), rows)
             db.session.commit()
         notify(self.run_id, self.seq)

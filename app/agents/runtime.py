@@ -62,10 +62,25 @@ class Turn:
 
 
 def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
-    """Start a queued run on the runtime loop and return its future."""
-    future = loop.submit(execute(app, run_id))
-    _futures[run_id] = future
-    future.add_done_callback(lambda _f: _futures.pop(run_id, None))
+    """Prepare a queued run in the caller's thread, then start it on the runtime loop; returns its future.
+
+    Preparing uses a session of its own, so the caller's is left as it was. A run that is no longer
+    queued (started already, or gone) is not started again: its future answers None at once.
+    """
+    with app.app_context():
+        turn = _prepare(run_id)
+    if turn is None:
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        done.set_result(None)
+        return done
+    return start(app, turn)
+
+
+def start(app: Flask, turn: Turn) -> concurrent.futures.Future:
+    """Start a prepared turn on the runtime loop and return its future."""
+    future = loop.submit(execute(app, turn))
+    _futures[turn.run_id] = future
+    future.add_done_callback(lambda _f: _futures.pop(turn.run_id, None))
     return future
 
 
@@ -116,16 +131,25 @@ def _prepare(run_id: str) -> Turn | None:
     conversation = db.session.get(Conversation, run.conversation_id)
     agent = db.session.get(Agent, run.agent_id) if run.agent_id else None
     user = db.session.get(User, run.user_id) if run.user_id else None
+    turn = prepare(run, conversation, agent, user, run_extras(run_id))
+    db.session.commit()
+    return turn
+
+
+def prepare(run: Run, conversation: Conversation | None, agent: Agent | None, user: User | None,
+            extras: dict[str, Any]) -> Turn:
+    """Mark a run running and read everything it needs into a `Turn`; the caller commits.
+
+    Runs in the thread that starts the run (a request or a job), so the runtime loop does no
+    database work before the model is called.
+    """
     run.status, run.started_at = "running", utcnow()
     if agent is None or conversation is None:
-        db.session.commit()
-        return Turn(run_id, run.conversation_id, run.prompt or "", None, Person.of(user), [])
+        return Turn(run.id, run.conversation_id, run.prompt or "", None, Person.of(user), [])
     history = load_history(conversation)
     resumption = deferred.resume(run, history)
-    extras = run_extras(run_id)
-    db.session.commit()
     return Turn(
-        run_id=run_id,
+        run_id=run.id,
         conversation_id=conversation.id,
         prompt=resumption.prompt,
         agent=AgentSpec.of(agent, model_spec_for(agent, conversation)),
@@ -144,19 +168,15 @@ def run_extras(run_id: str) -> dict[str, Any]:
     return dict((meta or {}).get("extras") or {})
 
 
-async def execute(app: Flask, run_id: str) -> str | None:
-    """Run one queued turn to its end and store the outcome; returns the final status."""
-    with app.app_context():
-        turn = _prepare(run_id)
-    if turn is None:
-        return None
+async def execute(app: Flask, turn: Turn) -> str:
+    """Run one prepared turn to its end and store the outcome; returns the final status."""
+    run_id = turn.run_id
     writer = run_events.EventWriter(app, run_id)
     outcome = Outcome()
     if turn.agent is None:
         outcome.status, outcome.error = "failed", "The agent of this conversation no longer exists."
     else:
         await _drive(app, turn, writer, outcome)
-    writer.flush()
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()
@@ -236,18 +256,28 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
 
     Returns whether the conversation still needs a title.
     """
-    run = db.session.get(Run, turn.run_id)
-    conversation = db.session.get(Conversation, turn.conversation_id)
-    if run is None or conversation is None:  # deleted with its user while running: nothing to keep
-        return False
-    if conversation.deleted_at is not None:  # deleted while running: purged text must not come back
-        outcome.text, outcome.steps, outcome.error = [], {}, None
-        db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
     usage_from_messages(outcome, len(turn.history))
+    # Dumped whole: pydantic-ai may add parts to messages of the history it was given.
+    context = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
+    # One statement touches the conversation and tells whether it is still there, undeleted.
+    row = db.session.execute(
+        db.update(Conversation).where(Conversation.id == turn.conversation_id, Conversation.deleted_at.is_(None))
+        .values(updated_at=utcnow(), **({"model_context": context} if context else {}))
+        .returning(Conversation.title).execution_options(synchronize_session=False)).first()
+    kept = row is not None
+    if not kept:
+        if db.session.get(Conversation, turn.conversation_id) is None:
+            return False  # deleted with its user while running (the run went with it): nothing to keep
+        # Deleted while running: purged text must not come back.
+        outcome.text, outcome.steps, outcome.error = [], {}, None
+        writer.discard_text()
+        db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error
-    if conversation.deleted_at is None:
+    if turn.deferred is not None:  # the run carried answers: the end of its stream updates their cards
+        meta["resumed"] = True
+    if kept:
         _record_compactions(turn, outcome)
     waiting = outcome.waiting
     # A call that waits for a person shows as a card of the message, not as a step that never ends.
@@ -257,26 +287,20 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
                       meta=meta, run_id=turn.run_id,
                       input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
     db.session.add(message)
-    if waiting is not None and conversation is not None and conversation.deleted_at is None:
-        db.session.flush()
+    db.session.flush()  # the end event names the message
+    if waiting is not None and kept:
         pending = deferred.store_requests(waiting, message, turn.run_id, turn.agent.id, turn.agent.name,
                                           turn.person.id, turn.person.email)
         message.meta = {**meta, "pending": pending}
-    if outcome.messages and conversation is not None and conversation.deleted_at is None:
-        conversation.model_context = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode()
-    if conversation is not None:
-        conversation.updated_at = utcnow()
-    if run is not None:
-        run.status, run.error, run.finished_at = outcome.status, outcome.error, utcnow()
-        run.input_tokens, run.output_tokens, run.requests = (outcome.input_tokens, outcome.output_tokens,
-                                                             outcome.requests)
-    db.session.flush()
-    writer.stage(run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id})
+    db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
+        status=outcome.status, error=outcome.error, finished_at=utcnow(), input_tokens=outcome.input_tokens,
+        output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
+    # The text not yet stored lands with the end event, in this transaction.
+    writer.stage((run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id}))
     db.session.commit()
     log.info("run %s %s: %s requests, %s+%s tokens", turn.run_id, outcome.status, outcome.requests,
              outcome.input_tokens, outcome.output_tokens)
-    return (outcome.status == "succeeded" and bool(outcome.text) and conversation is not None
-            and conversation.title is None and conversation.deleted_at is None)
+    return outcome.status == "succeeded" and bool(outcome.text) and kept and row.title is None
 
 
 def _record_compactions(turn: Turn, outcome: Outcome) -> None:

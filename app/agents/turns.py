@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from flask import current_app
+from sqlalchemy.orm import joinedload, undefer
 
 from app.agents import runtime
+from app.database import commit_keeping_loaded
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run, User
 from app.models.base import utcnow
+from app.models.chat import new_run_id
+
+# What starting a run reads of a conversation, loaded with it in one query.
+FOR_TURN = (joinedload(Conversation.agent).joinedload(Agent.model_config), undefer(Conversation.model_context))
 
 
 def start_conversation(user: User, agent: Agent, title: str | None = None, source: str = "chat") -> Conversation:
@@ -19,22 +25,23 @@ def start_conversation(user: User, agent: Agent, title: str | None = None, sourc
 
 def send_message(conversation: Conversation, user: User, text: str, launch: bool = True,
                  extras: dict | None = None) -> tuple[Message, Run]:
-    """Store the user's message and a queued run in one commit, then start the run.
+    """Store the user's message and its run in one commit, then start the run.
 
     `extras` (JSON, written by server code only: a resolved page context, a trigger's row) are kept
     on the message and handed to the run's skills; `extras["instructions"]` are added for that run.
+    A run started here is prepared in the same transaction from the rows this request already holds;
+    with `launch=False` it stays queued for `runtime.launch`.
     """
-    run = Run(conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id,
-              prompt=text, trigger=conversation.source if conversation.source != "copy" else "chat")
-    db.session.add(run)
-    db.session.flush()
-    message = Message(conversation_id=conversation.id, role="user", content=text, run_id=run.id,
+    run = Run(id=new_run_id(), conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id,
+              prompt=text, trigger=conversation.source if conversation.source != "copy" else "chat", status="queued")
+    message = Message(conversation_id=conversation.id, role="user", content=text, run=run,
                       meta={"extras": extras} if extras else {})
-    db.session.add(message)
+    db.session.add_all([run, message])
     conversation.updated_at = utcnow()
-    db.session.commit()
-    if launch:
-        runtime.launch(current_app._get_current_object(), run.id)
+    turn = runtime.prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
+    commit_keeping_loaded()  # the view renders these rows next: no reload
+    if turn is not None:
+        runtime.start(current_app._get_current_object(), turn)
     return message, run
 
 

@@ -36,7 +36,7 @@ def pending_calls(message) -> list[PendingCall]:
 @bp.app_template_global()
 def answered_by_run(message) -> list[PendingCall]:
     """Return the cards a message's run answered from a typed message, so the stream can update them."""
-    if not isinstance(message, Message) or message.run_id is None:
+    if not isinstance(message, Message) or message.run_id is None or not (message.meta or {}).get("resumed"):
         return []
     return list(db.session.scalars(
         db.select(PendingCall).join(Conversation, Conversation.id == PendingCall.conversation_id)

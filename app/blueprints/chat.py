@@ -65,7 +65,7 @@ def show(conversation_id: int):
 
 @bp.route("/<int:conversation_id>/messages", methods=["POST"])
 def send(conversation_id: int):
-    conversation = get_own_conversation(conversation_id)
+    conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
     if current_user.role == "guest":  # guests read; they start and continue no chat (see create)
         abort(403)
     text = (request.form.get("text") or "").strip()

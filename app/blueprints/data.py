@@ -160,7 +160,7 @@ def assistant(name: str):
     text = (request.form.get("text") or "").strip()
     conversation = None
     if request.form.get("conversation_id", type=int):
-        conversation = get_own_conversation(request.form.get("conversation_id", type=int))
+        conversation = get_own_conversation(request.form.get("conversation_id", type=int), *turns.FOR_TURN)
         if conversation.agent_id != agent.id:
             abort(404)
     error = _message_error(text, conversation)

@@ -24,8 +24,10 @@ KEEPALIVE_SECONDS = 15.0
 
 def get_own_run(run_id: str) -> Run:
     """Return the signed-in user's run, or 404 (the same answer for someone else's)."""
-    run = db.session.get(Run, run_id)
-    if run is None or run.user_id != current_user.id or run.conversation.deleted_at is not None:
+    run = db.session.scalar(db.select(Run).join(Conversation, Conversation.id == Run.conversation_id)
+                            .where(Run.id == run_id, Run.user_id == current_user.id,
+                                   Conversation.deleted_at.is_(None)))
+    if run is None:
         abort(404)
     return run
 
@@ -54,8 +56,8 @@ def events(run_id: str):
 
 def _follow(app, run_id: str, user_id: int, after: int):
     """Replay stored events after `after`, then follow live ones until the run ends."""
-    last_sent = time.monotonic()
-    ended = False
+    last_sent = checked = time.monotonic()  # the request checked access a moment ago
+    ended = woken = False
     while True:
         for event in run_events.events_after(run_id, after):
             after = event.seq
@@ -65,8 +67,13 @@ def _follow(app, run_id: str, user_id: int, after: int):
                 return
         if ended:  # read after the run had ended: nothing more will come (a client past its end event)
             return
-        db.session.remove()  # see a fresh snapshot on the next poll
+        db.session.remove()  # see a fresh snapshot on the next read
+        if woken and time.monotonic() - checked < POLL_SECONDS:
+            # A new event was stored in this process: read it at once; access is re-checked every second.
+            woken = False
+            continue
         allowed, ended = _state(run_id, user_id)
+        checked = time.monotonic()
         if not allowed:
             return
         if ended:  # read once more: the end event was committed with the status
@@ -74,7 +81,7 @@ def _follow(app, run_id: str, user_id: int, after: int):
         if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
             yield ": keepalive\n\n"
             last_sent = time.monotonic()
-        run_events.wait_for_events(run_id, after, POLL_SECONDS)
+        woken = run_events.wait_for_events(run_id, after, POLL_SECONDS)
 
 
 def _state(run_id: str, user_id: int) -> tuple[bool, bool]:

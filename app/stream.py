@@ -26,11 +26,14 @@ def encode_html(event: RunEvent, run_id: str) -> str:
         return render_template("chat/_step.html", step=step, run_id=run_id,
                                oob=event.type == "tool_result", live=True)
     if event.type == "end":
-        message = db.session.get(Message, data.get("message_id")) if data.get("message_id") else None
-        if message is None:
+        row = db.session.execute(
+            db.select(Message, Conversation).join(Conversation, Conversation.id == Message.conversation_id)
+            .where(Message.id == data.get("message_id"))).first() if data.get("message_id") else None
+        if row is None:
             return f'<div class="alert error">{escape(data.get("error") or "The run ended.")}</div>'
-        conversation = db.session.get(Conversation, message.conversation_id)
-        return render_template("chat/_message.html", message=message, conversation=conversation, ended=True)
+        message, conversation = row
+        return render_template("chat/_message.html", message=message, conversation=conversation, ended=True,
+                               title_pending=data.get("title_pending", True))
     if event.type == "notice":
         return f'<p class="notice">{escape(data.get("text", ""))}</p>'
     return f"<span hidden>{escape(event.type)}</span>"

@@ -242,6 +242,28 @@ def test_the_first_answer_gets_a_title_and_the_sidebar_shows_it_without_a_reload
     assert "Rotating staging API keys" in poll.text
 
 
+def test_the_end_of_the_stream_brings_a_new_title_and_leaves_an_old_one_alone(
+        app, client, auth, scripted_model):
+    async def answer(messages, info):
+        yield ANSWER
+
+    auth.login_as("user")
+    config_id = scripted_model(function=TitleScript("Rotating staging API keys"), stream_function=answer)
+    conversation_id, first_run = start_and_send(app, client, config_id, QUESTION)
+    first = client.get(f"/runs/{first_run}/events", headers={"HX-Request": "true"}).text
+    assert 'id="chat-title" class="chat-title" hx-swap-oob="true"' in first
+    assert "Rotating staging API keys" in first
+
+    assert client.post(f"/chat/{conversation_id}/messages", data={"text": "And the prod cluster?"}).status_code == 302
+    with app.app_context():
+        second_run = db.session.scalar(db.select(Message.run_id).where(
+            Message.conversation_id == conversation_id, Message.run_id != first_run))
+    runtime.wait(second_run)
+    second = client.get(f"/runs/{second_run}/events", headers={"HX-Request": "true"}).text
+    assert "event: end" in second and ANSWER in second
+    assert 'id="chat-title"' not in second and "/title?tries=" not in second
+
+
 def test_the_sidebar_polls_while_the_title_is_missing_then_gives_up(app, client, auth, scripted_model):
     user_id = auth.login_as("user")
     with app.app_context():

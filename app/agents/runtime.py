@@ -295,12 +295,15 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
         status=outcome.status, error=outcome.error, finished_at=utcnow(), input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
-    # The text not yet stored lands with the end event, in this transaction.
-    writer.stage((run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id}))
+    needs_title = outcome.status == "succeeded" and bool(outcome.text) and kept and row.title is None
+    # The text not yet stored lands with the end event, in this transaction. The end tells the page
+    # whether a title is on its way, so a chat that has one does not render it again.
+    writer.stage((run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,
+                                   "title_pending": needs_title}))
     db.session.commit()
     log.info("run %s %s: %s requests, %s+%s tokens", turn.run_id, outcome.status, outcome.requests,
              outcome.input_tokens, outcome.output_tokens)
-    return outcome.status == "succeeded" and bool(outcome.text) and kept and row.title is None
+    return needs_title
 
 
 def _record_compactions(turn: Turn, outcome: Outcome) -> None:

@@ -6,6 +6,7 @@ import time
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, stream_with_context
 from flask_login import current_user
+from sqlalchemy.orm import contains_eager
 
 from app.agents import events as run_events
 from app.agents import runtime
@@ -24,7 +25,7 @@ KEEPALIVE_SECONDS = 15.0
 
 def get_own_run(run_id: str) -> Run:
     """Return the signed-in user's run, or 404 (the same answer for someone else's)."""
-    run = db.session.scalar(db.select(Run).join(Conversation, Conversation.id == Run.conversation_id)
+    run = db.session.scalar(db.select(Run).join(Run.conversation).options(contains_eager(Run.conversation))
                             .where(Run.id == run_id, Run.user_id == current_user.id,
                                    Conversation.deleted_at.is_(None)))
     if run is None:

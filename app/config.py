@@ -19,6 +19,7 @@ DEFAULTS: dict[str, object] = {
     "MAX_MESSAGE_CHARS": 20_000,
     "MAX_MODEL_REQUESTS_PER_TURN": 25,
     "SIDEBAR_PAGE_SIZE": 30,
+    "TRANSCRIPT_PAGE_SIZE": 100,
     "ALLOW_PUBLIC_LINKS": False,
     # Outbound HTTP from tools
     "OUTBOUND_ALLOWED_HOSTS": "",

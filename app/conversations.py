@@ -61,6 +61,27 @@ def sidebar_page(user_id: int, search: str = "", page: int = 1, per_page: int = 
     return SidebarPage(rows[:per_page], page, len(rows) > per_page)
 
 
+@dataclass
+class TranscriptPage:
+    """The latest messages of a conversation (before a given one), oldest first.
+
+    `earlier` is the id of the first message shown when older ones exist: the next page is read before it.
+    """
+
+    messages: list[Message]
+    earlier: int | None
+
+
+def transcript_page(conversation: Conversation, before: int | None = None, size: int = 100) -> TranscriptPage:
+    """Return the latest `size` messages before the message `before` (or the very latest ones)."""
+    query = db.select(Message).where(Message.conversation_id == conversation.id)
+    if before is not None:
+        query = query.where(Message.id < before)
+    rows = list(db.session.scalars(query.order_by(Message.id.desc()).limit(size + 1)))
+    shown = rows[:size][::-1]
+    return TranscriptPage(shown, shown[0].id if len(rows) > size else None)
+
+
 def transcript(conversation: Conversation) -> list[Message]:
     """Return the conversation's messages in order."""
     return list(db.session.scalars(

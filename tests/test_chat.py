@@ -299,6 +299,48 @@ def test_the_sidebar_never_loads_message_bodies(app, client, auth):
     assert "messages" not in joined and "model_context" not in joined
 
 
+def add_messages(app, conversation_id: int, count: int) -> list[int]:
+    with app.app_context():
+        rows = [Message(conversation_id=conversation_id, role="user" if n % 2 == 0 else "assistant",
+                        content=f"Message number {n}") for n in range(count)]
+        db.session.add_all(rows)
+        db.session.commit()
+        return [row.id for row in rows]
+
+
+def shown_numbers(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r"Message number (\d+)", html)]
+
+
+def test_a_long_chat_opens_on_its_latest_messages_and_pages_back_on_demand(app, client, auth):
+    app.config["TRANSCRIPT_PAGE_SIZE"] = 10
+    user_id = auth.login_as("user")
+    (conversation_id,) = make_conversations(app, user_id, 1)
+    ids = add_messages(app, conversation_id, 25)
+
+    page = client.get(f"/chat/{conversation_id}").text
+    assert shown_numbers(page) == list(range(15, 25))
+    assert f"/chat/{conversation_id}/earlier?before={ids[15]}" in page
+
+    earlier = client.get(f"/chat/{conversation_id}/earlier?before={ids[15]}", headers=HX).text
+    assert shown_numbers(earlier) == list(range(5, 15))
+    assert f"/chat/{conversation_id}/earlier?before={ids[5]}" in earlier
+
+    first = client.get(f"/chat/{conversation_id}/earlier?before={ids[5]}", headers=HX).text
+    assert shown_numbers(first) == list(range(0, 5))
+    assert "Show earlier messages" not in first
+
+
+def test_a_short_chat_has_no_earlier_messages_and_paging_needs_a_message_id(app, client, auth):
+    user_id = auth.login_as("user")
+    (conversation_id,) = make_conversations(app, user_id, 1)
+    add_messages(app, conversation_id, 3)
+    page = client.get(f"/chat/{conversation_id}").text
+    assert shown_numbers(page) == [0, 1, 2] and "Show earlier messages" not in page
+    assert client.get(f"/chat/{conversation_id}/earlier", headers=HX).status_code == 400
+    assert client.get(f"/chat/{conversation_id}/earlier?before=x", headers=HX).status_code == 400
+
+
 # --- rename, delete, export -----------------------------------------------------------------------
 
 def test_rename_over_htmx_updates_the_heading_and_the_sidebar(app, client, auth):

@@ -105,6 +105,7 @@ ROUTES: dict[str, Access] = {
     "chat.sidebar": Access(),
     "chat.create": Access(MEMBERS, data={"agent_id": "@agent"}),
     "chat.show": Access(owner=True, args=CONVERSATION),
+    "chat.earlier": Access(owner=True, args={**CONVERSATION, "before": 1_000_000}),
     "chat.send": Access(MEMBERS, owner=True, args=CONVERSATION, data={"text": ""}),
     "chat.rename": Access(owner=True, args=CONVERSATION, data={"title": "Renamed"}),
     "chat.title": Access(owner=True, args=CONVERSATION),

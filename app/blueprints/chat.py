@@ -12,7 +12,7 @@ from app.compaction_service import compact_stored_context, compaction_config, pa
 from app.conversations import export_json, export_markdown, get_own_conversation, transcript
 from app.extensions import db
 from app.htmx import is_htmx, retarget
-from app.models import Agent, Message
+from app.models import Agent, Conversation, Message
 
 bp = Blueprint("chat", __name__)
 
@@ -28,6 +28,13 @@ def usable_agents() -> list[Agent]:
 def sidebar_page(page: int = 1, search: str = "") -> conversations.SidebarPage:
     """Return a page of the signed-in user's sidebar."""
     return conversations.sidebar_page(current_user.id, search, page, current_app.config["SIDEBAR_PAGE_SIZE"])
+
+
+def render_chat(conversation: Conversation, **context) -> str:
+    """Render a conversation's page: its latest messages (older ones load on demand), its run, the sidebar."""
+    page = conversations.transcript_page(conversation, size=current_app.config["TRANSCRIPT_PAGE_SIZE"])
+    return render_template("chat/show.html", conversation=conversation, page=page,
+                           run=turns.active_run(conversation), sidebar=sidebar_page(), search="", **context)
 
 
 @bp.route("/")
@@ -58,9 +65,18 @@ def create():
 
 @bp.route("/<int:conversation_id>")
 def show(conversation_id: int):
+    return render_chat(get_own_conversation(conversation_id))
+
+
+@bp.route("/<int:conversation_id>/earlier")
+def earlier(conversation_id: int):
+    """The messages before a given one, for "Show earlier messages" at the top of the transcript."""
     conversation = get_own_conversation(conversation_id)
-    return render_template("chat/show.html", conversation=conversation, messages=transcript(conversation),
-                           run=turns.active_run(conversation), sidebar=sidebar_page(), search="")
+    before = request.args.get("before", type=int)
+    if before is None:
+        abort(400, "Say which message to read before (?before=<message id>).")
+    page = conversations.transcript_page(conversation, before, current_app.config["TRANSCRIPT_PAGE_SIZE"])
+    return render_template("chat/_transcript_page.html", conversation=conversation, page=page)
 
 
 @bp.route("/<int:conversation_id>/messages", methods=["POST"])

@@ -5,9 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.agents import turns
-from app.blueprints.chat import sidebar_page
-from app.conversations import get_own_conversation, transcript
+from app.blueprints.chat import render_chat
+from app.conversations import get_own_conversation
 from app.extensions import db
 from app.htmx import is_htmx
 from app.skills.model_picker import choose_model, picker_for
@@ -27,9 +26,7 @@ def update(conversation_id: int):
         if is_htmx():
             return render_template("chat/_composer_extras.html", conversation=conversation,
                                    picker_error=error), 422
-        return render_template("chat/show.html", conversation=conversation, messages=transcript(conversation),
-                               run=turns.active_run(conversation), sidebar=sidebar_page(), search="",
-                               picker_error=error), 422
+        return render_chat(conversation, picker_error=error), 422
     db.session.commit()
     if is_htmx():
         return render_template("chat/_composer_extras.html", conversation=conversation)

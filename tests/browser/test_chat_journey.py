@@ -1,5 +1,6 @@
 """Chatting in real Chromium: a streamed answer with a tool step, reload during a run, Stop, rename, search,
-delete, and sharing with a named user who continues a copy while a third user gets 404."""
+delete, sharing with a named user who continues a copy while a third user gets 404, and a long chat that
+shows its earlier messages on demand."""
 
 from __future__ import annotations
 
@@ -186,3 +187,32 @@ def test_the_agent_editor_previews_tool_calls(page: Page, app, live_server, scre
     expect(preview.locator("details.step")).to_contain_text("current_time")
     expect(preview).to_contain_text("Here is what the tools returned")
     screenshot(page, "agent-editor")
+
+
+def test_a_long_chat_opens_at_its_end_and_shows_earlier_messages_on_demand(page: Page, app, live_server):
+    with app.app_context():
+        user = make_user("user", name="Lou Long", email="lou@example.org")
+        conversation = Conversation(user_id=user.id, agent_id=make_agent("Archivist").id, title="A long chat")
+        db.session.add(conversation)
+        db.session.flush()
+        db.session.add_all([Message(conversation_id=conversation.id, role="user" if n % 2 == 0 else "assistant",
+                                    content=f"Line {n}") for n in range(130)])
+        db.session.commit()
+        conversation_id = conversation.id
+    sign_in(page, live_server.url, "lou@example.org")
+    page.goto(f"{live_server.url}/chat/{conversation_id}")
+    messages = page.locator("#transcript article.message")
+    expect(messages).to_have_count(100)
+    expect(messages.first).to_contain_text("Line 30")
+    expect(messages.last).to_contain_text("Line 129")
+    # It opens at its end, with the composer in view; the transcript scrolls, not the page.
+    expect(page.get_by_text("Line 129", exact=True)).to_be_in_viewport()
+    expect(page.locator("#composer-text")).to_be_in_viewport()
+
+    page.locator("#transcript").evaluate("transcript => { transcript.scrollTop = 0; }")  # read up to the top
+    page.get_by_role("button", name="Show earlier messages").click()
+    expect(messages).to_have_count(130)
+    expect(page.get_by_text("Line 30", exact=True)).to_be_in_viewport()  # the reader keeps their place
+    expect(messages.first).to_contain_text("Line 0")
+    expect(messages.nth(30)).to_contain_text("Line 30")
+    expect(page.get_by_role("button", name="Show earlier messages")).to_have_count(0)

@@ -65,6 +65,26 @@
     });
   }
 
+  // "Show earlier messages" keeps the reader's place: the message that was first stays where it was.
+  function scrollerOf(element) {
+    for (var node = element.parentElement; node; node = node.parentElement) {
+      var overflow = getComputedStyle(node).overflowY;
+      if ((overflow === "auto" || overflow === "scroll") && node.scrollHeight > node.clientHeight) return node;
+    }
+    return document.scrollingElement;
+  }
+  var anchor = null, anchorTop = 0;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (event.detail.target.classList.contains("earlier")) {
+      anchor = event.detail.target.nextElementSibling;
+      anchorTop = anchor ? anchor.getBoundingClientRect().top : 0;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (anchor && anchor.isConnected) scrollerOf(anchor).scrollTop += anchor.getBoundingClientRect().top - anchorTop;
+    anchor = null;
+  });
+
   document.addEventListener("DOMContentLoaded", function () { decorate(document); scrollTranscript(); expireNotices(document); });
   document.addEventListener("htmx:afterSettle", function (event) { decorate(event.target); });
   document.addEventListener("htmx:sseMessage", scrollTranscript);

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from flask import abort, current_app
 from flask_login import current_user
+from sqlalchemy.exc import IntegrityError
 
 from app.agents import runtime, turns
 from app.agents.deferred import SUPERSEDED, record_answer, revision_result
@@ -100,7 +101,11 @@ def resume_when_ready(call: PendingCall, user: User) -> Run | None:
     run = Run(conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id, prompt=None,
               trigger="resume")
     db.session.add(run)
-    db.session.flush()
+    try:
+        db.session.flush()
+    except IntegrityError:  # a run of this conversation started meanwhile: the answers go with the next turn
+        db.session.rollback()
+        return None
     # Whoever claims the batch starts the run; a concurrent answer that lost finds nothing to claim.
     claimed = db.session.execute(
         db.update(PendingCall)

@@ -11,10 +11,11 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.exc import IntegrityError
 
-from app.agents import runtime
+from app.agents import runtime, turns
 from app.extensions import db
-from app.models import Agent, Conversation, Message, Run
+from app.models import Agent, Conversation, Message, Run, User
 from app.models.base import utcnow
 from app.rendering import render_markdown
 from tests.chat_driver import chat_model, last_run_id, outcome, send, sse_events, start_chat, words
@@ -112,10 +113,40 @@ def test_a_second_message_waits_for_the_running_answer(app, client, auth, script
         response = client.post(f"/chat/{conversation_id}/messages", data={"text": "Second"}, headers=HX)
         assert response.status_code == 422
         assert "Wait for the current answer, or stop it, before sending another message." in response.text
+        assert ">Second</textarea>" in response.text  # the text is kept in the composer
     finally:
         release.set()
         runtime.wait(run_id)
     assert f'id="run-{run_id}"' not in client.get(f"/chat/{conversation_id}").text
+    with app.app_context():  # the refused message stored nothing
+        contents = db.session.scalars(db.select(Message.content).where(
+            Message.conversation_id == conversation_id, Message.role == "user")).all()
+        assert contents == ["First"]
+        assert db.session.scalar(db.select(db.func.count(Run.id)).where(Run.conversation_id == conversation_id)) == 1
+
+
+def test_the_database_holds_one_active_run_per_conversation(app, client, auth):
+    """Two sends at once both pass any check made before writing: the database refuses the second run."""
+    user_id = auth.login_as("user")
+    with app.app_context():
+        conversation = Conversation(user_id=user_id, agent_id=make_agent().id)
+        db.session.add(conversation)
+        db.session.flush()
+        db.session.add(Run(conversation_id=conversation.id, user_id=user_id, prompt="Hi", status="running"))
+        db.session.commit()
+        conversation_id = conversation.id
+        for status in ("queued", "running"):
+            db.session.add(Run(conversation_id=conversation_id, user_id=user_id, prompt="Again", status=status))
+            with pytest.raises(IntegrityError):
+                db.session.commit()
+            db.session.rollback()
+        db.session.add(Run(conversation_id=conversation_id, user_id=user_id, prompt="Done", status="succeeded"))
+        db.session.commit()  # ended runs are not limited
+        conversation = db.session.get(Conversation, conversation_id)
+        with pytest.raises(turns.RunInProgress):
+            turns.send_message(conversation, db.session.get(User, user_id), "Hello")
+        assert db.session.scalar(db.select(db.func.count(Message.id))
+                                 .where(Message.conversation_id == conversation_id)) == 0
 
 
 def test_an_agent_that_is_no_longer_allowed_cannot_be_messaged(app, client, auth, scripted_model):

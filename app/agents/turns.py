@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import current_app
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload, undefer
 
 from app.agents import runtime
@@ -10,7 +11,12 @@ from app.database import commit_keeping_loaded
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run, User
 from app.models.base import utcnow
-from app.models.chat import new_run_id
+from app.models.chat import ONE_ACTIVE_RUN, new_run_id
+
+
+class RunInProgress(Exception):
+    """The conversation has a queued or running run already (a database index guarantees one at most)."""
+
 
 # What starting a run reads of a conversation, loaded with it in one query.
 FOR_TURN = (joinedload(Conversation.agent).joinedload(Agent.model_config), undefer(Conversation.model_context))
@@ -30,7 +36,8 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
     `extras` (JSON, written by server code only: a resolved page context, a trigger's row) are kept
     on the message and handed to the run's skills; `extras["instructions"]` are added for that run.
     A run started here is prepared in the same transaction from the rows this request already holds;
-    with `launch=False` it stays queued for `runtime.launch`.
+    with `launch=False` it stays queued for `runtime.launch`. Raises `RunInProgress`, having stored
+    nothing, when the conversation has a queued or running run already.
     """
     run = Run(id=new_run_id(), conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id,
               prompt=text, trigger=conversation.source if conversation.source != "copy" else "chat", status="queued")
@@ -38,6 +45,13 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
                       meta={"extras": extras} if extras else {})
     db.session.add_all([run, message])
     conversation.updated_at = utcnow()
+    try:
+        db.session.flush()
+    except IntegrityError as error:
+        db.session.rollback()
+        if ONE_ACTIVE_RUN in str(error.orig) or "runs.conversation_id" in str(error.orig):
+            raise RunInProgress(conversation.id) from None
+        raise
     turn = runtime.prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
     commit_keeping_loaded()  # the view renders these rows next: no reload
     if turn is not None:

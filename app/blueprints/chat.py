@@ -17,6 +17,7 @@ from app.models import Agent, Conversation, Message
 bp = Blueprint("chat", __name__)
 
 TITLE_MAX = 200
+WAIT = "Wait for the current answer, or stop it, before sending another message."
 
 
 def usable_agents() -> list[Agent]:
@@ -86,31 +87,36 @@ def send(conversation_id: int):
         abort(403)
     text = (request.form.get("text") or "").strip()
     limit = current_app.config["MAX_MESSAGE_CHARS"]
-    error = None
     if not text:
-        error = "Write a message first."
-    elif len(text) > limit:
-        error = f"The message is too long ({len(text):,} characters; the limit is {limit:,})."
-    elif conversation.agent is None or not conversation.agent.usable_by(current_user):
-        error = "You can no longer use this agent."
-    elif turns.active_run(conversation) is not None:
-        error = "Wait for the current answer, or stop it, before sending another message."
-    command = parse_command(text) if not error else None
+        return _refuse(conversation, text, "Write a message first.")
+    if len(text) > limit:
+        return _refuse(conversation, text,
+                       f"The message is too long ({len(text):,} characters; the limit is {limit:,}).")
+    if conversation.agent is None or not conversation.agent.usable_by(current_user):
+        return _refuse(conversation, text, "You can no longer use this agent.")
+    command = parse_command(text)
     if command is not None:
         config = compaction_config(conversation.agent)
         if config is None or not config.allow_compact:
-            error = "This agent does not allow /compact."
-        else:
-            return _compact(conversation, text, command)
-    if error:
-        if is_htmx():
-            return retarget(render_template("chat/_composer.html", conversation=conversation, text=text,
-                                            error=error), "#composer"), 422
-        flash(error, "error")
-        return redirect(url_for("chat.show", conversation_id=conversation.id))
-    message, run = turns.send_message(conversation, current_user, text)
+            return _refuse(conversation, text, "This agent does not allow /compact.")
+        if turns.active_run(conversation) is not None:
+            return _refuse(conversation, text, WAIT)
+        return _compact(conversation, text, command)
+    try:  # the database refuses a second run while one is under way (two sends at once included)
+        message, run = turns.send_message(conversation, current_user, text)
+    except turns.RunInProgress:
+        return _refuse(conversation, text, WAIT)
     if is_htmx():
         return render_template("chat/_sent.html", conversation=conversation, message=message, run=run)
+    return redirect(url_for("chat.show", conversation_id=conversation.id))
+
+
+def _refuse(conversation: Conversation, text: str, error: str):
+    """Answer a message that cannot be sent: the composer with the error beside it, the text kept."""
+    if is_htmx():
+        return retarget(render_template("chat/_composer.html", conversation=conversation, text=text, error=error),
+                        "#composer"), 422
+    flash(error, "error")
     return redirect(url_for("chat.show", conversation_id=conversation.id))
 
 

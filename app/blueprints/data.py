@@ -21,6 +21,8 @@ from app.tables.schema import get_table
 bp = Blueprint("data", __name__)
 navigation.add("Data", "data.tables")
 
+WAIT = "Wait for the current answer before sending another message."
+
 
 @bp.app_template_filter("cell")
 def cell(value, kind: str = "text") -> str:
@@ -170,11 +172,14 @@ def assistant(name: str):
             db.session.flush()
         context = resolve_page_context(current_user.role, request.form.get("resource"),
                                        request.form.get("recordKey"))
-        _message, run = turns.send_message(conversation, current_user, text,
-                                           extras=context.as_extras() if context else None)
-        if not is_htmx():
-            return redirect(url_for("chat.show", conversation_id=conversation.id))
-    elif not is_htmx():
+        try:
+            turns.send_message(conversation, current_user, text, extras=context.as_extras() if context else None)
+        except turns.RunInProgress:  # another send started a run a moment ago
+            error = WAIT
+        else:
+            if not is_htmx():
+                return redirect(url_for("chat.show", conversation_id=conversation.id))
+    if error and not is_htmx():
         flash(error, "error")
         return redirect(request.referrer or url_for("data.index", name=name))
     return render_template("data/_assistant.html", table=definition, agent=agent, conversation=conversation,
@@ -191,7 +196,7 @@ def _message_error(text: str, conversation) -> str | None:
     if len(text) > limit:
         return f"The message is too long ({len(text):,} characters; the limit is {limit:,})."
     if conversation is not None and turns.active_run(conversation) is not None:
-        return "Wait for the current answer before sending another message."
+        return WAIT
     return None
 
 

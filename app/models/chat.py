@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, deferred, mapped_column, relationship
 
 from app.extensions import db
@@ -13,6 +13,8 @@ from app.models.base import UTCDateTime, utcnow
 
 RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "unfinished")
 ACTIVE_STATUSES = ("queued", "running")
+ACTIVE_CONDITION = "status IN ('queued', 'running')"
+ONE_ACTIVE_RUN = "uq_runs_one_active_per_conversation"
 
 
 def new_run_id() -> str:
@@ -75,7 +77,12 @@ class Run(db.Model):
     """One turn of an agent: queued, running, then succeeded, failed, cancelled or unfinished."""
 
     __tablename__ = "runs"
-    __table_args__ = (Index("ix_runs_status", "status"),)
+    __table_args__ = (
+        Index("ix_runs_status", "status"),
+        # At most one queued or running run per conversation: two sends at once cannot both start one.
+        Index(ONE_ACTIVE_RUN, "conversation_id", unique=True, sqlite_where=text(ACTIVE_CONDITION),
+              postgresql_where=text(ACTIVE_CONDITION)),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_run_id)
     conversation_id: Mapped[int] = mapped_column(

@@ -128,13 +128,8 @@ def test_a_second_message_waits_for_the_running_answer(app, client, auth, script
 def test_the_database_holds_one_active_run_per_conversation(app, client, auth):
     """Two sends at once both pass any check made before writing: the database refuses the second run."""
     user_id = auth.login_as("user")
+    conversation_id, _run = conversation_with_run(app, user_id, "running")
     with app.app_context():
-        conversation = Conversation(user_id=user_id, agent_id=make_agent().id)
-        db.session.add(conversation)
-        db.session.flush()
-        db.session.add(Run(conversation_id=conversation.id, user_id=user_id, prompt="Hi", status="running"))
-        db.session.commit()
-        conversation_id = conversation.id
         for status in ("queued", "running"):
             db.session.add(Run(conversation_id=conversation_id, user_id=user_id, prompt="Again", status=status))
             with pytest.raises(IntegrityError):
@@ -189,17 +184,22 @@ def test_the_stream_replays_everything_then_resumes_after_last_event_id(app, cli
     assert time.monotonic() - started < 1
 
 
-def test_a_run_that_ended_without_an_end_event_closes_its_stream(app, client, auth):
-    """A run marked failed by recover-runs (the server crashed mid-run) has no end event to wait for."""
-    user_id = auth.login_as("user")
+def conversation_with_run(app, user_id: int, status: str) -> tuple[int, str]:
+    """A conversation of the user with one run in the given status, made directly in the database."""
     with app.app_context():
         conversation = Conversation(user_id=user_id, agent_id=make_agent().id)
         db.session.add(conversation)
         db.session.flush()
-        run = Run(conversation_id=conversation.id, user_id=user_id, prompt="Hi", status="failed")
+        run = Run(conversation_id=conversation.id, user_id=user_id, prompt="Hi", status=status)
         db.session.add(run)
         db.session.commit()
-        run_id = run.id
+        return conversation.id, run.id
+
+
+def test_a_run_that_ended_without_an_end_event_closes_its_stream(app, client, auth):
+    """A run marked failed by recover-runs (the server crashed mid-run) has no end event to wait for."""
+    user_id = auth.login_as("user")
+    _conversation, run_id = conversation_with_run(app, user_id, "failed")
     started = time.monotonic()
     assert client.get(f"/runs/{run_id}/events").text == ""
     assert time.monotonic() - started < 1

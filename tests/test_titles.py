@@ -225,14 +225,19 @@ def start_and_send(app, client, config_id: int, text: str) -> tuple[int, str]:
     return conversation_id, run_id
 
 
-def test_the_first_answer_gets_a_title_and_the_sidebar_shows_it_without_a_reload(
-        app, client, auth, scripted_model):
+def first_answer_with_title(app, client, auth, scripted_model) -> tuple[int, str]:
+    """A user's first question, answered; the title job names the chat "Rotating staging API keys"."""
     async def answer(messages, info):
         yield ANSWER
 
     auth.login_as("user")
     config_id = scripted_model(function=TitleScript("Rotating staging API keys"), stream_function=answer)
-    conversation_id, _run = start_and_send(app, client, config_id, QUESTION)
+    return start_and_send(app, client, config_id, QUESTION)
+
+
+def test_the_first_answer_gets_a_title_and_the_sidebar_shows_it_without_a_reload(
+        app, client, auth, scripted_model):
+    conversation_id, _run = first_answer_with_title(app, client, auth, scripted_model)
     assert title_of(app, conversation_id) == "Rotating staging API keys"
     poll = client.get(f"/chat/{conversation_id}/title?tries=0", headers={"HX-Request": "true"})
     assert poll.status_code == 200
@@ -244,12 +249,7 @@ def test_the_first_answer_gets_a_title_and_the_sidebar_shows_it_without_a_reload
 
 def test_the_end_of_the_stream_brings_a_new_title_and_leaves_an_old_one_alone(
         app, client, auth, scripted_model):
-    async def answer(messages, info):
-        yield ANSWER
-
-    auth.login_as("user")
-    config_id = scripted_model(function=TitleScript("Rotating staging API keys"), stream_function=answer)
-    conversation_id, first_run = start_and_send(app, client, config_id, QUESTION)
+    conversation_id, first_run = first_answer_with_title(app, client, auth, scripted_model)
     first = client.get(f"/runs/{first_run}/events", headers={"HX-Request": "true"}).text
     assert 'id="chat-title" class="chat-title" hx-swap-oob="true"' in first
     assert "Rotating staging API keys" in first

@@ -94,13 +94,12 @@ class EventWriter:
         if self._text:
             self._store([self._pending_text()])
 
-    def stage(self, *events: tuple[str, dict[str, Any]], with_text: bool = True) -> None:
+    def stage(self, *events: tuple[str, dict[str, Any]]) -> None:
         """Add events, after the text not yet stored, to the caller's open transaction.
 
         Call `published()` once the caller has committed.
         """
-        rows = [self._pending_text()] if with_text and self._text else []
-        self._text = []
+        rows = [self._pending_text()] if self._text else []
         rows += [self._row(type_, data) for type_, data in events]
         db.session.execute(db.insert(RunEvent), rows)
 

@@ -46,13 +46,13 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
     db.session.add_all([run, message])
     conversation.updated_at = utcnow()
     try:
-        db.session.flush()
+        turn = runtime.prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
+        db.session.flush()  # the one-active-run index answers here
     except IntegrityError as error:
         db.session.rollback()
         if ONE_ACTIVE_RUN in str(error.orig) or "runs.conversation_id" in str(error.orig):
             raise RunInProgress(conversation.id) from None
         raise
-    turn = runtime.prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
     commit_keeping_loaded()  # the view renders these rows next: no reload
     if turn is not None:
         runtime.start(current_app._get_current_object(), turn)

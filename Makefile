@@ -37,7 +37,7 @@ lint: setup
 	$(VENV)/bin/ruff check app tests benchmarks
 
 bench: setup
-	for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	for script in benchmarks/[!_]*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) node_modules $(VENDOR)

@@ -36,6 +36,7 @@ from werkzeug.serving import make_server
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import flask_migrate  # noqa: E402
+from _figures import Figures, timed  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.accounts import create_user  # noqa: E402
@@ -154,15 +155,6 @@ def skilldesk_turn(client: httpx.Client, base: str, conversation_id: int, token:
     read_until_end(client, f"{base}/runs/{run_id}/events", headers={"HX-Request": "true"})
 
 
-def timed(fn, count: int) -> list[float]:
-    out = []
-    for _ in range(count):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
-
-
 def sign_in(client: httpx.Client, base: str, email: str) -> str:
     page = client.get(f"{base}/login").text
     token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
@@ -193,13 +185,8 @@ def main() -> int:
         db.session.commit()
         chat_id, user_id, many_id, agent_id = chat.id, user.id, many.id, agent.id
 
-    figures, failed = [], False
-
-    def report(name: str, value: float, unit: str, target: str | None = None, ok: bool = True) -> None:
-        nonlocal failed
-        failed |= not ok
-        suffix = f" (target {target}{'' if ok else ', MISSED'})" if target else ""
-        figures.append(f"{name}: {value:.2f} {unit}{suffix}")
+    figures = Figures()
+    report = figures.report
 
     # (a) a chat turn, interleaved with the baseline round by round
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access-log line per request, on either side
@@ -226,8 +213,7 @@ def main() -> int:
     report("chat_turn_requests_cpu_baseline", base_meter.seconds / len(base_times) * 1000, "ms")
     report("chat_turn_requests_cpu_skilldesk", ours_meter.seconds / len(ours_times) * 1000, "ms")
     if "--turn-only" in sys.argv:  # (a) alone, for quick comparisons
-        print("\n".join(figures))
-        return 1 if failed else 0
+        return figures.print()
 
     # (b) the sidebar's first page at 100 and at 10,000 conversations
     with app.app_context():
@@ -277,8 +263,7 @@ def main() -> int:
 
     ours_server.shutdown()
     base_server.shutdown()
-    print("\n".join(figures))
-    return 1 if failed else 0
+    return figures.print()
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import flask_migrate  # noqa: E402
+from _figures import Figures, timed  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.accounts import create_user  # noqa: E402
@@ -78,15 +79,6 @@ def fill(name: str, count: int) -> None:
             ],
         )
     db.session.commit()
-
-
-def timed(fn, count: int) -> list[float]:
-    out = []
-    for _ in range(count):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def p95(values: list[float]) -> float:
@@ -157,13 +149,8 @@ def main() -> int:
         fill("small", 1_000)
         fill("large", 100_000)
 
-    figures, failed = [], False
-
-    def report(name: str, value: float, unit: str, target: str | None = None, ok: bool = True) -> None:
-        nonlocal failed
-        failed |= not ok
-        suffix = f" (target {target}{'' if ok else ', MISSED'})" if target else ""
-        figures.append(f"{name}: {value:.2f} {unit}{suffix}")
+    figures = Figures()
+    report = figures.report
 
     client = app.test_client()
     client.post("/login", data={"email": "user@example.org", "password": PASSWORD})
@@ -201,8 +188,7 @@ def main() -> int:
         IMPORT_ROWS / seconds >= 5_000,
     )
 
-    print("\n".join(figures))
-    return 1 if failed else 0
+    return figures.print()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+"""What every benchmark script shares: timing a call, and the figures it prints.
+
+A script prints one figure per line, `name: value unit (target …)`, and exits 1 when it missed a target.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def timed(fn: Callable[[], object], count: int) -> list[float]:
+    """Call `fn` `count` times; return each call's duration in seconds."""
+    out = []
+    for _ in range(count):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+class Figures:
+    """The figures of one run, printed together at the end; remembers whether a target was missed."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.missed = False
+
+    def report(self, name: str, value: float, unit: str, target: str | None = None, ok: bool = True) -> None:
+        self.missed |= not ok
+        suffix = f" (target {target}{'' if ok else ', MISSED'})" if target else ""
+        self.lines.append(f"{name}: {value:.2f} {unit}{suffix}")
+
+    def print(self) -> int:
+        """Print the figures; return the script's exit status."""
+        print("\n".join(self.lines))
+        return 1 if self.missed else 0

@@ -18,7 +18,8 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.agents import offline
 from app.skills.registry import Skill
-from tests.conftest import PASSWORD, make_agent, make_user
+from tests.browser.pages import sign_in
+from tests.conftest import make_agent, make_user
 
 pytestmark = pytest.mark.browser
 
@@ -26,14 +27,6 @@ PLAN = "1. **Back up** the orders table\n2. Delete the orders older than a year"
 # Waits that include a whole run (model, tools, stored events, the stream) get room on a busy machine.
 RUN = 15_000
 LONG = ["Ship everything in one parcel next Monday morning", "Ship each item as soon as it is in stock"]
-
-
-def sign_in(page: Page, url: str, email: str) -> None:
-    page.goto(f"{url}/login")
-    page.get_by_label("E-mail").fill(email)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(re.compile(r"/chat/$"))
 
 
 def send(page: Page, text: str) -> None:

@@ -13,19 +13,12 @@ from playwright.sync_api import Browser, Page, expect
 from app.agents import offline
 from app.extensions import db
 from app.models import Agent, Conversation, Message
-from tests.conftest import PASSWORD, make_agent, make_user
+from tests.browser.pages import sign_in
+from tests.conftest import make_agent, make_user
 
 pytestmark = pytest.mark.browser
 
 STORY = [f"word{n} " for n in range(40)] + ["The end."]
-
-
-def sign_in(page: Page, url: str, email: str) -> None:
-    page.goto(f"{url}/login")
-    page.get_by_label("E-mail").fill(email)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(re.compile(r"/chat/$"))
 
 
 def send(page: Page, text: str) -> None:

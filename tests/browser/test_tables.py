@@ -9,7 +9,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.conftest import PASSWORD, make_user
+from tests.browser.pages import sign_in
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.browser
 
@@ -23,14 +24,6 @@ Dennis,3.5,pending,2026-04-01
 Barbara,20,closed,2026-05-01
 """
 FIXED_CSV = BAD_CSV.replace("Ken,lots,", "Ken,40,").replace("3.5,pending,", "3.5,open,")
-
-
-def sign_in(page: Page, url: str, email: str) -> None:
-    page.goto(f"{url}/login")
-    page.get_by_label("E-mail").fill(email)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(re.compile(r"/chat/$"))
 
 
 def sign_out(page: Page) -> None:

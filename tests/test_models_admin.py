@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from pydantic_ai.models import override_allow_model_requests
@@ -13,6 +11,7 @@ from pydantic_ai.models import override_allow_model_requests
 from app.extensions import db
 from app.models import Agent, ModelConfig
 from tests.conftest import make_agent
+from tests.local_http import QuietHandler, serving
 
 HX = {"HX-Request": "true"}
 VALID = {"name": "Local llama", "provider": "openai-compatible", "model_name": "llama3.1:8b",
@@ -142,7 +141,7 @@ def test_test_connection_names_a_missing_key_variable(app, client, admin, monkey
     assert "The environment variable SKILLDESK_TEST_MISSING_KEY is not set" in response.text
 
 
-class Refusing(BaseHTTPRequestHandler):
+class Refusing(QuietHandler):
     """An OpenAI-compatible server that answers every request with a 401, as a provider does."""
 
     seen: list[dict] = []
@@ -153,25 +152,14 @@ class Refusing(BaseHTTPRequestHandler):
                               "body": json.loads(self.rfile.read(length) or b"{}")})
         body = json.dumps({"error": {"message": "Incorrect API key provided: sk-te**t.", "type":
                                      "invalid_request_error", "code": "invalid_api_key"}}).encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.reply(body, "application/json", status=401)
 
 
 @pytest.fixture
 def refusing_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     Refusing.seen.clear()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with serving(Refusing) as server:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
 
 
 def test_test_connection_shows_the_providers_401(app, client, admin, refusing_server, monkeypatch):

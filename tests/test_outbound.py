@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import http.server
 import ipaddress
 import socket
 import ssl
@@ -19,13 +18,14 @@ import httpx
 import pytest
 
 from app.outbound import OutboundPolicy, OutboundRefused, fetch, fetch_sync, html_to_text, policy_from_config
+from tests.local_http import QuietHandler, serving
 
 STRICT = OutboundPolicy(timeout=2)
 LOCAL = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}), timeout=2, max_bytes=10_000)
 RELEASE = threading.Event()  # set at teardown, so slow handlers stop waiting and the server closes quickly
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(QuietHandler):
     """A tiny site: each path shows one behaviour the guard must handle."""
 
     def do_GET(self) -> None:
@@ -62,13 +62,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif self.path == "/echo-post":
             self.reply(b"POST " + body)
 
-    def reply(self, body: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
     def redirect(self, status: int, location: str) -> None:
         self.send_response(status)
         self.send_header("Location", location)
@@ -86,22 +79,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up, which is what these tests want
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     RELEASE.clear()
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    RELEASE.set()
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(Handler) as httpd:
+        yield f"http://127.0.0.1:{httpd.server_port}"
+        RELEASE.set()
 
 
 @pytest.mark.parametrize(

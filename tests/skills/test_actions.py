@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from pydantic import ValidationError
@@ -16,6 +14,7 @@ from app.extensions import db
 from app.skills.actions import Config
 from app.tables import schema
 from tests.conftest import make_agent
+from tests.local_http import QuietHandler, serving
 from tests.skill_chat import chat_with
 
 TICKET_SCHEMA = {
@@ -70,26 +69,14 @@ def webhook():
     """A local HTTP endpoint that records what it receives and answers 201 with JSON."""
     received: list[dict] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self):  # noqa: N802 (the http.server spelling)
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             received.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
-            answer = json.dumps({"ticket": 42, "status": "open"}).encode()
-            self.send_response(201)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
+            self.reply(json.dumps({"ticket": 42, "status": "open"}).encode(), "application/json", status=201)
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/tickets", received
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as server:
+        yield f"http://127.0.0.1:{server.server_port}/tickets", received
 
 
 def ticket_action(url: str, **extra) -> dict:

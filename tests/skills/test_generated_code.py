@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -16,32 +14,19 @@ from app.models import RunEvent, User
 from app.skills.generated_code import Config, describe_tool
 from app.tables import records, schema
 from tests.conftest import make_agent
+from tests.local_http import QuietHandler, serving
 from tests.skill_chat import Script, chat, scripted
 
 
-class Page(http.server.BaseHTTPRequestHandler):
+class Page(QuietHandler):
     def do_GET(self) -> None:
-        body = b'{"rate": 1.08}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        self.reply(b'{"rate": 1.08}', "application/json")
 
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(Page) as httpd:
+        yield f"http://127.0.0.1:{httpd.server_port}"
 
 
 def code(source: str) -> list[tuple[str, dict]]:

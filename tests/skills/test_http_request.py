@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import threading
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.skills.http_request import Config
+from tests.local_http import QuietHandler, serving
 from tests.skill_chat import Script, chat, scripted
 
 RELEASE = threading.Event()  # set at teardown, so the slow handler stops waiting
@@ -21,7 +21,7 @@ PAGE = b"""<!doctype html><html><head><title>Opening hours</title><style>p {colo
 See <a href="/prices">the prices</a>.</p></body></html>"""
 
 
-class Site(http.server.BaseHTTPRequestHandler):
+class Site(QuietHandler):
     hits: list[str] = []
 
     def do_GET(self) -> None:
@@ -50,30 +50,15 @@ class Site(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.reply(b"POST " + self.headers["Content-Type"].encode() + b" " + body, "text/plain")
 
-    def reply(self, body: bytes, content_type: str) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[int]:
     """A small site on 127.0.0.1; yields its port."""
     RELEASE.clear()
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield httpd.server_address[1]
-    RELEASE.set()
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(Site) as httpd:
+        yield httpd.server_port
+        RELEASE.set()
 
 
 def said(step: dict) -> str:

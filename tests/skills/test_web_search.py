@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -14,6 +12,7 @@ from pydantic import ValidationError
 from pydantic_ai.native_tools import WebSearchTool
 
 from app.skills.web_search import Config
+from tests.local_http import QuietHandler, serving
 from tests.skill_chat import Script, chat, scripted
 
 RESULTS = {
@@ -27,7 +26,7 @@ RESULTS = {
 }
 
 
-class SearXNG(http.server.BaseHTTPRequestHandler):
+class SearXNG(QuietHandler):
     """Answers /search?q=...&format=json the way a SearXNG instance does."""
 
     queries: list[dict[str, list[str]]] = []
@@ -38,28 +37,14 @@ class SearXNG(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         SearXNG.queries.append(parse_qs(parts.query))
-        body = json.dumps(RESULTS).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        self.reply(json.dumps(RESULTS).encode(), "application/json")
 
 
 @pytest.fixture(scope="module")
 def searxng() -> Iterator[str]:
     """A SearXNG-shaped JSON search server on 127.0.0.1; yields its address."""
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SearXNG)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(SearXNG) as httpd:
+        yield f"http://127.0.0.1:{httpd.server_port}"
 
 
 @pytest.fixture

@@ -36,14 +36,19 @@ class Script:
                                         for index, (name, args) in enumerate(calls)])
         return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returned) or "Done")])
 
-    async def stream(self, messages, info):
-        """Stream what respond would answer: text as text, tool calls as deltas."""
-        for index, part in enumerate(self.respond(messages, info).parts):
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
+    def stream(self, messages, info):
+        """Stream what respond would answer."""
+        return streamed(self.respond(messages, info))
+
+
+async def streamed(response: ModelResponse):
+    """Stream a scripted response as a model does: text as text, tool calls as deltas."""
+    for index, part in enumerate(response.parts):
+        if isinstance(part, TextPart):
+            yield part.content
+        else:
+            yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
+                                        tool_call_id=part.tool_call_id)}
 
 
 def scripted(scripted_model: Callable[..., int], script: Script) -> int:

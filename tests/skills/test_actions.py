@@ -7,7 +7,6 @@ import json
 import pytest
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import DeltaToolCall
 from sqlalchemy import select
 
 from app.extensions import db
@@ -15,7 +14,7 @@ from app.skills.actions import Config
 from app.tables import schema
 from tests.conftest import make_agent
 from tests.local_http import QuietHandler, serving
-from tests.skill_chat import chat_with
+from tests.skill_chat import chat_with, streamed
 
 TICKET_SCHEMA = {
     "type": "object",
@@ -43,13 +42,8 @@ class Script:
             return ModelResponse(parts=[TextPart(f"{self.answer}: {said}" if said else self.answer)])
         return ModelResponse(parts=[ToolCallPart(self.tool, self.args, "call-1")])
 
-    async def stream(self, messages, info):
-        for part in self.respond(messages, info).parts:
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {0: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                        tool_call_id=part.tool_call_id)}
+    def stream(self, messages, info):
+        return streamed(self.respond(messages, info))
 
 
 def agent_with(app, scripted_model, script: Script, skills: list | None = None, roles: list | None = None,

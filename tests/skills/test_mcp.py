@@ -12,15 +12,16 @@ import pytest
 import uvicorn
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import DeltaToolCall
 
 from app.agents import runtime
 from app.credentials import MissingSecret, credential_value, fill_headers
 from app.extensions import db
-from app.models import Message, Run
+from app.models import Run
 from app.models.credentials import Credential
 from app.skills.mcp import Config
+from tests.chat_driver import outcome
 from tests.conftest import make_agent
+from tests.skill_chat import streamed
 
 SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "mcp_servers" / "notes.py"
 
@@ -42,13 +43,8 @@ class Script:
             return ModelResponse(parts=[TextPart(f"Server said: {said}")])
         return ModelResponse(parts=[ToolCallPart(self.tool, self.args, "call-1")])
 
-    async def stream(self, messages, info):
-        for part in self.respond(messages, info).parts:
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {0: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                        tool_call_id=part.tool_call_id)}
+    def stream(self, messages, info):
+        return streamed(self.respond(messages, info))
 
 
 def run_turn(app, client, scripted_model, script: Script, settings: dict, text: str = "Note: buy milk"):
@@ -62,12 +58,7 @@ def run_turn(app, client, scripted_model, script: Script, settings: dict, text: 
     with app.app_context():
         run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
     runtime.wait(run_id, timeout=60)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-    return run, message
+    return outcome(app, run_id)
 
 
 def stdio_settings(**extra) -> dict:

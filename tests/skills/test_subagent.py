@@ -12,13 +12,14 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import DeltaToolCall
 
 from app.agents import runtime
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
 from app.skills.subagent import Config
+from tests.chat_driver import outcome
 from tests.conftest import make_agent
+from tests.skill_chat import streamed
 
 
 class Script:
@@ -38,13 +39,8 @@ class Script:
             return ModelResponse(parts=[TextPart(f"{self.answer}: {said}" if said else self.answer)])
         return ModelResponse(parts=[ToolCallPart(self.tool, self.args, f"call-{len(self.requests)}")])
 
-    async def stream(self, messages, info):
-        for part in self.respond(messages, info).parts:
-            if isinstance(part, TextPart):
-                yield part.content
-            else:
-                yield {0: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                        tool_call_id=part.tool_call_id)}
+    def stream(self, messages, info):
+        return streamed(self.respond(messages, info))
 
 
 def agent_with(app, scripted_model, script: Script, name: str, skills: list | None = None,
@@ -75,12 +71,7 @@ def send(app, client, conversation_id: int, text: str) -> tuple[Run, Message]:
         run_id = db.session.scalar(db.select(Message.run_id).where(
             Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id.desc()))
     runtime.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        message = db.session.scalar(db.select(Message).where(Message.run_id == run_id,
-                                                             Message.role == "assistant"))
-        db.session.expunge_all()
-    return run, message
+    return outcome(app, run_id)
 
 
 def test_delegation_returns_the_other_agents_answer_with_its_own_skills_and_sums_usage(

@@ -16,3 +16,14 @@ def sign_in(page: Page, url: str, email: str) -> None:
     page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(re.compile(r"/chat/$"))
+
+
+def send(page: Page, text: str) -> None:
+    """Type a message and press Enter, as people do, once the page's scripts have loaded.
+
+    A page reached by a click or a redirect may still be loading them; Enter before then adds a line.
+    """
+    page.wait_for_load_state("load")
+    composer = page.locator("#composer-text")
+    composer.fill(text)
+    composer.press("Enter")

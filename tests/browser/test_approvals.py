@@ -18,7 +18,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.agents import offline
 from app.skills.registry import Skill
-from tests.browser.pages import sign_in
+from tests.browser.pages import send, sign_in
 from tests.conftest import make_agent, make_user
 
 pytestmark = pytest.mark.browser
@@ -27,12 +27,6 @@ PLAN = "1. **Back up** the orders table\n2. Delete the orders older than a year"
 # Waits that include a whole run (model, tools, stored events, the stream) get room on a busy machine.
 RUN = 15_000
 LONG = ["Ship everything in one parcel next Monday morning", "Ship each item as soon as it is in stock"]
-
-
-def send(page: Page, text: str) -> None:
-    composer = page.locator("#composer-text")
-    composer.fill(text)
-    composer.press("Enter")
 
 
 def last_answer(page: Page):

@@ -13,19 +13,12 @@ from playwright.sync_api import Browser, Page, expect
 from app.agents import offline
 from app.extensions import db
 from app.models import Agent, Conversation, Message
-from tests.browser.pages import sign_in
+from tests.browser.pages import send, sign_in
 from tests.conftest import make_agent, make_user
 
 pytestmark = pytest.mark.browser
 
 STORY = [f"word{n} " for n in range(40)] + ["The end."]
-
-
-def send(page: Page, text: str) -> None:
-    """Type a message and press Enter, as people do."""
-    composer = page.locator("#composer-text")
-    composer.fill(text)
-    composer.press("Enter")
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ from playwright.sync_api import Page, expect
 from app.agents import runtime
 from app.extensions import db
 from app.models import Conversation, Run
-from tests.conftest import PASSWORD, make_agent, make_user
+from tests.browser.pages import send, sign_in
+from tests.conftest import make_agent, make_user
 
 pytestmark = pytest.mark.browser
 
@@ -24,26 +25,21 @@ def test_compact_command_shows_the_notice_and_keeps_the_transcript(page: Page, a
         make_agent("Bookkeeper", skills=[{"name": "compaction", "config": {
             "compact_above": 100_000, "keep_recent_messages": 100, "keep_recent_tool_results": 50,
             "minimum_worth_clearing": 0, "allow_compact": True, "show_notice": True}}])
-    page.goto(f"{live_server.url}/login")
-    page.get_by_label("E-mail").fill("ivy@example.org")
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, live_server.url, "ivy@example.org")
     page.get_by_role("button", name=re.compile(r"Chat with Bookkeeper")).click()
     expect(page).to_have_url(re.compile(r"/chat/\d+$"))
 
     texts = (FIRST, "Also invoice INV-2026-002 for order #4472, due on 2026-12-15.",
              "And INV-2026-003 for order #4473.")
     for count, text in enumerate(texts, start=1):
-        page.locator("#composer-text").fill(text)
-        page.locator("#composer-text").press("Enter")
+        send(page, text)
         # The answer has streamed in and replaced the live placeholder.
         expect(page.locator("article.message.assistant:not(.live)")).to_have_count(count)
         with app.app_context():
             for run_id in db.session.scalars(db.select(Run.id)):
                 runtime.wait(run_id)
 
-    page.locator("#composer-text").fill("/compact keep every invoice number")
-    page.locator("#composer-text").press("Enter")
+    send(page, "/compact keep every invoice number")
 
     notice = page.locator("article.message.notice").last
     expect(notice).to_contain_text("The conversation was shortened for the model")

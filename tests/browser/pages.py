@@ -9,13 +9,19 @@ from playwright.sync_api import Page, expect
 from tests.conftest import PASSWORD
 
 
-def sign_in(page: Page, url: str, email: str) -> None:
-    """Sign in with the test password through the form; the chat list opens."""
+def submit_sign_in(page: Page, url: str, email: str, password: str = PASSWORD) -> None:
+    """Fill in the sign-in form and submit it."""
     page.goto(f"{url}/login")
     page.get_by_label("E-mail").fill(email)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_label("Password", exact=True).fill(password)
     page.get_by_role("button", name="Sign in").click()
+
+
+def sign_in(page: Page, url: str, email: str, password: str = PASSWORD) -> None:
+    """Sign in through the form; the chat list opens, its styles and scripts loaded."""
+    submit_sign_in(page, url, email, password)
     expect(page).to_have_url(re.compile(r"/chat/$"))
+    page.wait_for_load_state("load")
 
 
 def send(page: Page, text: str) -> None:

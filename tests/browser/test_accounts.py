@@ -7,17 +7,12 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.pages import sign_in, submit_sign_in
+
 pytestmark = pytest.mark.browser
 
 ADMIN_PASSWORD = "first admin password"
 USER_PASSWORD = "new user password"
-
-
-def sign_in(page: Page, url: str, email: str, password: str) -> None:
-    page.goto(f"{url}/login")
-    page.get_by_label("E-mail").fill(email)
-    page.get_by_label("Password", exact=True).fill(password)
-    page.get_by_role("button", name="Sign in").click()
 
 
 def sign_out(page: Page) -> None:
@@ -45,7 +40,7 @@ def test_first_admin_then_a_user_without_admin_pages(page: Page, live_server):
     sign_out(page)
     expect(page.get_by_text("You are signed out.")).to_be_visible()
 
-    sign_in(page, url, "ada@example.org", "not the password")
+    submit_sign_in(page, url, "ada@example.org", "not the password")
     expect(page.get_by_text("Wrong e-mail or password.")).to_be_visible()
     expect(page.get_by_label("Password", exact=True)).to_have_attribute("aria-invalid", "true")
 

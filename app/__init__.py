@@ -15,8 +15,9 @@ def create_app(config: dict | None = None) -> Flask:
 
     settings.load(app, config)
 
-    from app import database, errors, navigation, rendering, security
+    from app import database
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
+    from app.web import errors, navigation, rendering, security
 
     db.init_app(app)
     database.init_app(app)

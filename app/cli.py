@@ -9,11 +9,11 @@ from flask import Flask, current_app
 from flask.cli import with_appcontext
 from werkzeug.serving import run_simple
 
-from app.accounts import create_user
-from app.agents.runtime import recover_interrupted
+from app.accounts.forms import PASSWORD_MIN
+from app.accounts.users import create_user
 from app.extensions import db
-from app.forms import PASSWORD_MIN
 from app.models import ROLES, User
+from app.runtime.execution import recover_interrupted
 from app.seed import ensure_defaults
 
 

@@ -14,7 +14,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
-from app.skills.registry import Skill
+from app.runtime.skill import Skill
 from tests.chat_driver import chat_model, send, start_chat, words
 from tests.conftest import make_agent
 

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from app.outbound import OutboundPolicy, OutboundRefused, fetch, fetch_sync, html_to_text, policy_from_config
+from app.guards.outbound import OutboundPolicy, OutboundRefused, fetch, fetch_sync, html_to_text, policy_from_config
 from tests.local_http import QuietHandler, serving
 
 STRICT = OutboundPolicy(timeout=2)

@@ -19,8 +19,8 @@ from flask import url_for
 from werkzeug.security import generate_password_hash
 
 from app import create_app
-from app.credentials import save_credential
 from app.extensions import db
+from app.guards.credentials import save_credential
 from app.models import (
     Agent,
     Conversation,

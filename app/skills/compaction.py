@@ -20,7 +20,9 @@ from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPErr
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model, ModelRequestContext
 
-from app.agents.compaction import (
+from app.extensions import db
+from app.models import Agent, Conversation, ModelConfig
+from app.runtime.compaction import (
     MAX_RATIO,
     CompactionResult,
     Summarizer,
@@ -29,11 +31,9 @@ from app.agents.compaction import (
     threshold_target,
     usage_ratio,
 )
-from app.agents.providers import ModelSpec, ModelUnavailable, build_model
-from app.agents.runtime import model_spec_for
-from app.extensions import db
-from app.models import Agent, Conversation, ModelConfig
-from app.skills.registry import Skill, SkillContext
+from app.runtime.execution import model_spec_for
+from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
+from app.runtime.skill import Skill, SkillContext
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """HTTP request: fetch a web page or call an HTTP API through the guarded client; HTML comes back as text.
 
-Every request, and every redirect hop, goes through app.outbound: loopback, private, link-local and
+Every request, and every redirect hop, goes through app.guards.outbound: loopback, private, link-local and
 metadata addresses are refused unless OUTBOUND_ALLOWED_HOSTS or this skill's own list names them.
 """
 
@@ -16,7 +16,7 @@ from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.outbound import (
+from app.guards.outbound import (
     OutboundPolicy,
     OutboundRefused,
     OutboundResponse,
@@ -24,7 +24,7 @@ from app.outbound import (
     html_to_text,
     policy_from_config,
 )
-from app.skills.registry import Skill, SkillContext
+from app.runtime.skill import Skill, SkillContext
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "+json", "+xml")

@@ -21,9 +21,9 @@ from pydantic_ai import RunContext
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.toolsets import AbstractToolset
 
-from app.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
-from app.outbound import OutboundPolicy, OutboundRefused, policy_from_config, refusal_reason
-from app.skills.registry import Skill, SkillContext
+from app.guards.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
+from app.guards.outbound import OutboundPolicy, OutboundRefused, policy_from_config, refusal_reason
+from app.runtime.skill import Skill, SkillContext
 
 PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,29}$")
 

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
 
 from flask import Flask, current_app
-from pydantic import BaseModel
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.toolsets import AbstractToolset
+
+from app.runtime.skill import Skill
 
 log = logging.getLogger(__name__)
 
@@ -38,56 +33,6 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.preload_data",
     "app.skills.compaction",
 )
-
-Built = AbstractCapability[Any] | AbstractToolset[Any]
-
-
-@dataclass
-class SkillContext:
-    """What a skill may know while it builds: who is asking, for which agent, conversation and run.
-
-    Tools run outside the request; those that touch the database open their own
-    `with ctx.app_context():` so that no session is shared between threads.
-    """
-
-    app: Flask
-    user_id: int | None
-    agent_id: int | None
-    conversation_id: int | None = None
-    run_id: str | None = None
-    role: str = "user"
-    user_name: str = ""
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    @contextmanager
-    def app_context(self) -> Iterator[None]:
-        """Push a fresh app context (and so a fresh database session) for a tool call."""
-        with self.app.app_context():
-            yield
-
-
-@dataclass(frozen=True)
-class Skill:
-    name: str
-    title: str
-    config: type[BaseModel]
-    build: Callable[[Any, SkillContext], Built | Sequence[Built] | None]
-    description: str = ""
-    # Set for skills that change the chat rather than give tools (e.g. the model picker).
-    gives_tools: bool = True
-
-    def parse(self, settings: dict[str, Any] | None) -> BaseModel:
-        """Validate stored or submitted settings with the skill's Config."""
-        return self.config.model_validate(settings or {})
-
-    def built(self, settings: dict[str, Any] | None, ctx: SkillContext) -> list[Built]:
-        """Build the skill's capabilities and toolsets as a list."""
-        result = self.build(self.parse(settings), ctx)
-        if result is None:
-            return []
-        if isinstance(result, AbstractCapability | AbstractToolset):
-            return [result]
-        return list(result)
 
 
 def load_registry() -> dict[str, Skill]:

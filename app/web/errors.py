@@ -8,7 +8,7 @@ from flask import Flask, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from app.security import wants_json
+from app.web.security import wants_json
 
 log = logging.getLogger(__name__)
 

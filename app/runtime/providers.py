@@ -14,8 +14,8 @@ from typing import Any
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from app.agents.offline import make_offline_model
 from app.models import ModelConfig
+from app.runtime.offline import make_offline_model
 
 # Settings a role gets unless the configuration's profile for that role says otherwise.
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {

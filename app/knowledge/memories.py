@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from flask import current_app
 
-from app.agents.purge import user_purgers
+from app.chat.purge import user_purgers
 from app.extensions import db
 from app.knowledge.vectors import VectorStore, store_from_config
 from app.models import Memory, User

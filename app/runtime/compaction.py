@@ -32,8 +32,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from app.agents.offline import MODEL_NAME as OFFLINE_MODEL_NAME
-from app.agents.offline import SUMMARY_HEADINGS, SUMMARY_MARKER
+from app.runtime.offline import MODEL_NAME as OFFLINE_MODEL_NAME
+from app.runtime.offline import SUMMARY_HEADINGS, SUMMARY_MARKER
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Request plumbing: htmx helpers, the error handler, sign-in and roles, navigation, rendering, forms."""

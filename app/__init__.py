@@ -17,7 +17,9 @@ def create_app(config: dict | None = None) -> Flask:
 
     from app import database
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
-    from app.web import errors, navigation, rendering, security
+    from app.web import bodies, errors, navigation, rendering, security
+
+    bodies.init_app(app)
 
     db.init_app(app)
     database.init_app(app)

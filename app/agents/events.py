@@ -23,6 +23,7 @@ END = "end"
 _conditions: dict[str, threading.Condition] = defaultdict(threading.Condition)
 _latest: dict[str, int] = {}
 _conditions_lock = threading.Lock()
+_waiting: dict[str, int] = defaultdict(int)
 
 
 def _condition(run_id: str) -> threading.Condition:
@@ -49,8 +50,25 @@ def wait_for_events(run_id: str, after: int, timeout: float) -> bool:
     with condition:
         if _latest.get(run_id, 0) > after:
             return True
-        condition.wait(timeout)
+        _count_waiting(run_id, 1)
+        try:
+            condition.wait(timeout)
+        finally:
+            _count_waiting(run_id, -1)
         return _latest.get(run_id, 0) > after
+
+
+def waiting(run_id: str) -> int:
+    """Return how many listeners in this process are waiting for the run's next event right now."""
+    with _conditions_lock:
+        return _waiting.get(run_id, 0)
+
+
+def _count_waiting(run_id: str, change: int) -> None:
+    with _conditions_lock:
+        _waiting[run_id] += change
+        if not _waiting[run_id]:
+            del _waiting[run_id]
 
 
 def forget(run_id: str) -> None:

@@ -17,6 +17,9 @@ def create_app(config: dict | None = None) -> Flask:
 
     from app import database, errors, navigation, rendering, security
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
+    from app.web import bodies
+
+    bodies.init_app(app)
 
     db.init_app(app)
     database.init_app(app)

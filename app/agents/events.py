@@ -95,6 +95,12 @@ def wait_for_events(run_id: str, after: int, timeout: float) -> bool:
         return woken or _latest.get(run_id, 0) > after
 
 
+def waiting(run_id: str) -> int:
+    """Return how many listeners in this process are waiting for the run's next event right now."""
+    with _lock:
+        return _waiters.get(run_id, 0)
+
+
 def deliver(message: str) -> None:
     """Handle a wake-up from the app's channel (see `app.agents.wakeups` for the messages)."""
     kind, _, rest = message.partition(" ")

@@ -1,0 +1,1 @@
+"""Adaptive assistance: preferences, page context, proposable targets, capabilities and the gate."""

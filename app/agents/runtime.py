@@ -19,6 +19,8 @@ from pydantic_ai import CancellationToken, capture_run_messages
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelHTTPError,
+    ModelRequestTimeout,
+    ModelTimeoutError,
     RunCancelled,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
@@ -221,6 +223,10 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                 count_usage(outcome, error.usage)
             except UsageLimitExceeded as error:
                 outcome.status, outcome.error = "unfinished", _limit_message(turn, error)
+                outcome.messages = list(captured)
+            except (ModelRequestTimeout, ModelTimeoutError) as error:
+                outcome.status = "failed"
+                outcome.error = turn.agent.model.timeout_message(getattr(error, "timeout", None))
                 outcome.messages = list(captured)
             except ModelHTTPError as error:
                 outcome.status, outcome.error = "failed", provider_error(error)

@@ -32,6 +32,10 @@ def create_app(config: dict | None = None) -> Flask:
     navigation.init_app(app)
     rendering.init_app(app)
 
+    from app import assistance
+
+    assistance.init_app(app)
+
     from app.blueprints import register_blueprints
 
     register_blueprints(app)

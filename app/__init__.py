@@ -41,7 +41,9 @@ def create_app(config: dict | None = None) -> Flask:
     register_blueprints(app)
 
     from app import cli, skills
+    from app.agents import runtime
 
+    runtime.init_app(app)
     skills.init_app(app)
     # Last: tasks declared by blueprints and skills (@jobs.task) must be imported before huey binds them.
     jobs.init_app(app)

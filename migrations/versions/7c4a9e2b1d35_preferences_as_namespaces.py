@@ -1,7 +1,7 @@
 """preferences as namespaces
 
 Revision ID: 7c4a9e2b1d35
-Revises: 5b2e7c1d9a40
+Revises: d2fcb98238db
 Create Date: 2026-12-01 21:40:00
 
 users.preferences becomes `{namespace: {key: value}}` with Skilldesk's own settings in `ui`
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 
 revision = '7c4a9e2b1d35'
-down_revision = '5b2e7c1d9a40'
+down_revision = 'd2fcb98238db'
 branch_labels = None
 depends_on = None
 

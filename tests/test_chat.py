@@ -269,12 +269,14 @@ def test_the_sidebar_is_newest_first_and_paged_with_an_infinite_scroll_marker(ap
     make_conversations(app, user_id, 10)
     page = client.get("/chat/").text
     assert sidebar_titles(page) == ["Chat 9", "Chat 8", "Chat 7", "Chat 6"]
-    assert 'hx-get="/chat/sidebar?page=2&amp;q="' in page and 'hx-trigger="revealed"' in page
+    assert 'hx-get="/chat/sidebar?page=2&amp;q="' in page and 'hx-trigger="intersect once, click"' in page
+    assert 'href="/chat/?page=2"' in page  # the same page without JavaScript
+    assert sidebar_titles(client.get("/chat/?page=2").text) == ["Chat 5", "Chat 4", "Chat 3", "Chat 2"]
     second = client.get("/chat/sidebar?page=2", headers=HX).text
     assert sidebar_titles(second) == ["Chat 5", "Chat 4", "Chat 3", "Chat 2"]
     last = client.get("/chat/sidebar?page=3", headers=HX).text
     assert sidebar_titles(last) == ["Chat 1", "Chat 0"]
-    assert 'hx-trigger="revealed"' not in last
+    assert "Older chats" not in last
     assert sidebar_titles(client.get("/chat/sidebar?page=9").text) == []
 
 

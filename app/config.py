@@ -32,6 +32,8 @@ DEFAULTS: dict[str, object] = {
     "OUTBOUND_ALLOWED_HOSTS": "",
     "OUTBOUND_TIMEOUT_SECONDS": 15,
     "OUTBOUND_MAX_BYTES": 2_000_000,
+    # How run events and Stop reach other processes: auto, postgresql, redis or process
+    "LIVE_EVENTS": "auto",
     # Background jobs
     "JOBS_IMMEDIATE": False,
     "JOBS_WORKERS": 2,

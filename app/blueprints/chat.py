@@ -41,7 +41,8 @@ def render_chat(conversation: Conversation, **context) -> str:
 @bp.route("/")
 def index():
     search = request.args.get("q", "")[:200]
-    return render_template("chat/index.html", agents=usable_agents(), sidebar=sidebar_page(1, search),
+    page = request.args.get("page", 1, type=int)  # "Older chats" without JavaScript
+    return render_template("chat/index.html", agents=usable_agents(), sidebar=sidebar_page(page, search),
                            search=search)
 
 

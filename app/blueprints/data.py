@@ -7,6 +7,7 @@ from flask_login import current_user
 
 from app import navigation
 from app.agents import turns
+from app.assistance.preferences import PreferenceError, ui_setting, update_preferences
 from app.conversations import get_own_conversation, transcript
 from app.extensions import db
 from app.htmx import is_htmx
@@ -79,7 +80,8 @@ def index(name: str):
     page, titles = browse.list_rows(definition, query)
     return render_template("data/list.html", table=definition, query=query, page=page, titles=titles,
                            columns=browse.shown_columns(definition, query),
-                           layout=browse.layout_of(current_user), operators=OPERATORS, can=can(definition),
+                           layout=ui_setting(current_user, "defaultListLayout"), operators=OPERATORS,
+                           can=can(definition),
                            agent=assistant_agent(definition))
 
 
@@ -88,8 +90,8 @@ def layout(name: str):
     """Switch between the table and cards layouts; the choice is the user's preference."""
     definition = get_table_for(name)
     try:
-        browse.set_layout(current_user, request.form.get("layout", ""))
-    except ValueError:
+        update_preferences(current_user, {"ui": {"defaultListLayout": request.form.get("layout", "")}})
+    except PreferenceError:
         abort(400)
     db.session.commit()
     back = request.form.get("next", "")

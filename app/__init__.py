@@ -17,9 +17,10 @@ def create_app(config: dict | None = None) -> Flask:
 
     from app import database
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
-    from app.web import bodies, errors, navigation, rendering, security
+    from app.web import errors, navigation, rendering, security
+    from app.web import request as web_request
 
-    bodies.init_app(app)
+    web_request.init_app(app)  # before any route: the bounded `int` converter
 
     db.init_app(app)
     database.init_app(app)

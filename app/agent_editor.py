@@ -15,7 +15,16 @@ from app.agents.builder import check_instructions
 from app.extensions import db
 from app.models import ROLES, Agent, ModelConfig
 from app.skills.forms import form_fields, parse_form
-from app.skills.registry import Skill
+from app.skills.registry import Skill, SkillContext
+
+
+def settings_prefix(index: int) -> str:
+    """Return the form-name prefix of the settings of the skill at `index`.
+
+    Settings have a namespace of their own, apart from the editor's fields of the skill (`skills-N-name`
+    records its type), so no setting can collide with them whatever the skill names its fields.
+    """
+    return f"skills-{index}-settings-"
 
 
 @dataclass
@@ -44,7 +53,7 @@ class AgentForm:
         for index, entry in enumerate(self.skills):
             skill = registry.get(entry["name"])
             fields = form_fields(skill.config, entry.get("config"), self.skill_errors.get(index),
-                                 prefix=f"skills-{index}-") if skill else []
+                                 prefix=settings_prefix(index)) if skill else []
             out.append((index, skill, fields))
         return out
 
@@ -70,11 +79,12 @@ def read_form(form: Any, registry: dict[str, Skill], agent_id: int | None) -> Ag
         skill = registry.get(name or "")
         if skill is None:
             continue
-        settings, errors = parse_form(skill.config, form, prefix=f"skills-{index}-")
+        settings, errors = parse_form(skill.config, form, prefix=settings_prefix(index))
         result.skill_errors[len(result.skills)] = errors
         result.skills.append({"name": name, "config": settings})
     _apply_action(result, registry, form.get("add_skill", ""))
     _validate(result, agent_id)
+    _check_tool_names(result, registry, agent_id)
     return result
 
 
@@ -126,6 +136,28 @@ def _validate(result: AgentForm, agent_id: int | None) -> None:
             raise ValueError
     except (TypeError, ValueError):
         errors["max_requests"] = "Use a whole number from 1 to 200."
+
+
+def _check_tool_names(result: AgentForm, registry: dict[str, Skill], agent_id: int | None) -> None:
+    """Refuse two skills that would give tools of the same name: the run could not start.
+
+    The message goes beside the setting that holds the name, when one does, else on the skill.
+    """
+    ctx = SkillContext(app=current_app._get_current_object(), user_id=None, agent_id=agent_id,
+                       extras={"editor": True})
+    owners: dict[str, int] = {}
+    for index, entry in enumerate(result.skills):
+        if result.skill_errors.get(index):
+            continue  # settings that do not validate cannot be built
+        for name in sorted(registry[entry["name"]].tool_names(entry["config"], ctx)):
+            first = owners.setdefault(name, index)
+            if first == index:
+                continue
+            title = registry[result.skills[first]["name"]].title
+            field_name = next((key for key, value in entry["config"].items() if value == name), "__all__")
+            result.skill_errors.setdefault(index, {}).setdefault(
+                field_name, f"Skill {first + 1} ({title}) already gives a tool named {name}; "
+                            "each tool of an agent needs its own name.")
 
 
 def save(agent: Agent, result: AgentForm) -> None:

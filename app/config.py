@@ -15,6 +15,13 @@ DEFAULTS: dict[str, object] = {
     "REMEMBER_COOKIE_HTTPONLY": True,
     "WTF_CSRF_TIME_LIMIT": None,
     "MAX_CONTENT_LENGTH": 16 * 1024 * 1024,
+    # Serving: one process's capacity. A live stream holds a request thread (never a database
+    # connection while it waits), so the threads bound the streams; see pool_options().
+    "SERVER_THREADS": 256,
+    "MAX_STREAMS": None,  # default: SERVER_THREADS - STREAM_RESERVE, threads left for pages and sends
+    "MAX_RUNS": None,  # default: MAX_STREAMS, turns running at once in this process
+    "STREAM_RESERVE": 16,
+    "DATABASE_POOL_SIZE": 10,
     # Chat runtime
     "MAX_MESSAGE_CHARS": 20_000,
     "MAX_MODEL_REQUESTS_PER_TURN": 25,
@@ -25,6 +32,8 @@ DEFAULTS: dict[str, object] = {
     "OUTBOUND_ALLOWED_HOSTS": "",
     "OUTBOUND_TIMEOUT_SECONDS": 15,
     "OUTBOUND_MAX_BYTES": 2_000_000,
+    # How run events and Stop reach other processes: auto, postgresql, redis or process
+    "LIVE_EVENTS": "auto",
     # Background jobs
     "JOBS_IMMEDIATE": False,
     "JOBS_WORKERS": 2,
@@ -36,6 +45,9 @@ DEFAULTS: dict[str, object] = {
     # Webhooks
     "WEBHOOK_MAX_BYTES": 64 * 1024,
 }
+
+# The runtime loop's own thread and the executor threads it hands blocking work to.
+RUNTIME_THREADS = 8
 
 # Conventional 12-factor names, honoured next to their SKILLDESK_ spelling.
 CONVENTIONAL = ("DATABASE_URL", "REDIS_URL", "CHROMA_URL")
@@ -56,9 +68,31 @@ def load(app: Flask, overrides: dict | None) -> None:
     app.config.setdefault("SQLALCHEMY_DATABASE_URI", database_uri(app.config["DATABASE_URL"], instance))
     app.config.setdefault("JOBS_SQLITE_PATH", str(instance / "jobs.sqlite3"))
     app.config.setdefault("CHROMA_PATH", str(instance / "chroma"))
-    # A pre-ping guards against dropped server connections; SQLite has none, so skip the round trip.
-    uri = app.config["SQLALCHEMY_DATABASE_URI"]
-    app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {} if uri.startswith("sqlite") else {"pool_pre_ping": True})
+    threads = int(app.config["SERVER_THREADS"])
+    if app.config["MAX_STREAMS"] is None:
+        app.config["MAX_STREAMS"] = max(1, threads - int(app.config["STREAM_RESERVE"]))
+    if app.config["MAX_RUNS"] is None:
+        app.config["MAX_RUNS"] = app.config["MAX_STREAMS"]
+    app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", pool_options(app.config))
+
+
+def pool_options(config) -> dict:
+    """Size the connection pool from the threads that can use it at once, in this one place.
+
+    Request threads, the job consumer's workers, the runtime loop and the few helper threads it hands
+    blocking work to may each hold one connection, briefly; nothing holds one while it waits. The pool
+    keeps DATABASE_POOL_SIZE connections open and opens more up to that bound under load, so no thread
+    ever waits for a connection another one is merely keeping.
+    """
+    uri = config["SQLALCHEMY_DATABASE_URI"]
+    if uri in ("sqlite://", "sqlite:///:memory:"):
+        return {}  # one in-memory database per connection: SQLAlchemy's own pool for it
+    users = int(config["SERVER_THREADS"]) + int(config["JOBS_WORKERS"]) + RUNTIME_THREADS
+    size = min(int(config["DATABASE_POOL_SIZE"]), users)
+    options: dict = {"pool_size": size, "max_overflow": users - size}
+    if not uri.startswith("sqlite"):
+        options["pool_pre_ping"] = True  # guards against dropped server connections (SQLite has none)
+    return options
 
 
 def database_uri(url: str | None, instance: Path) -> str:

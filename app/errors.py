@@ -8,7 +8,8 @@ from flask import Flask, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from app.security import wants_json
+from app.api.errors import error_response
+from app.security import is_api_request, wants_json
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ def _unexpected(error: Exception):
 def render_error(code: int, message: str | None = None):
     """Answer an error in the shape the client asked for."""
     message = message or MESSAGES.get(code) or InternalServerError.description
+    if is_api_request():
+        return error_response(code, message)
     if wants_json():
         return jsonify(error=_slug(code), message=message), code
     if request.headers.get("HX-Request"):

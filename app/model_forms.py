@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import ModelConfig
 from app.models.agents import MODEL_ROLES, PROVIDERS
 
+MAX_RETRIES = 5
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 
 
@@ -68,6 +69,7 @@ def read_model_form(form: Any, config_id: int | None) -> tuple[dict[str, Any], d
     values["max_tokens"] = _number(form, "max_tokens", int, 1, 1_000_000, errors)
     values["temperature"] = _number(form, "temperature", float, 0, 2, errors)
     values["timeout"] = _number(form, "timeout", float, 1, 3600, errors, required=True)
+    values["retries"] = _number(form, "retries", int, 0, MAX_RETRIES, errors) or 0
     profiles: dict[str, dict[str, Any]] = {}
     for role in MODEL_ROLES:
         role_errors: dict[str, str] = {}

@@ -55,14 +55,21 @@ def load_user(user_id: str) -> User | None:
 
 @login_manager.unauthorized_handler
 def unauthorized() -> Any:
+    if is_api_request():
+        return jsonify(code="UNAUTHORIZED", message="Sign in first, or send a personal API token."), 401
     if wants_json():
         return jsonify(error="unauthorized", message="Sign in first."), 401
     return redirect(url_for("auth.login", next=request.full_path if request.method == "GET" else None))
 
 
+def is_api_request() -> bool:
+    """Tell whether the request is for the JSON API, which answers JSON whatever the Accept header."""
+    return request.path == "/api" or request.path.startswith("/api/")
+
+
 def wants_json() -> bool:
     """Tell whether the client asked for JSON rather than a page."""
-    return request.blueprint == "api" or (
+    return is_api_request() or (
         request.accept_mimetypes.best == "application/json" and not request.headers.get("HX-Request")
     )
 
@@ -79,7 +86,7 @@ def _require_sign_in() -> Any:
     if view is None or request.endpoint == "static" or getattr(view, PUBLIC_ATTR, False):
         return None
     if not current_user.is_authenticated:
-        if _no_users_yet():
+        if _no_users_yet() and not is_api_request():
             return redirect(url_for("auth.setup"))
         return unauthorized()
     return None

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from html import unescape
+from html.parser import HTMLParser
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.toolsets import FunctionToolset
+from werkzeug.datastructures import MultiDict
 
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
@@ -66,7 +68,7 @@ def with_skills(*skills: tuple[str, dict], **extra) -> dict:
     data = form(skill_count=str(len(skills)), **extra)
     for index, (name, settings) in enumerate(skills):
         data[f"skills-{index}-name"] = name
-        data.update({f"skills-{index}-{key}": value for key, value in settings.items()})
+        data.update({f"skills-{index}-settings-{key}": value for key, value in settings.items()})
     return data
 
 
@@ -91,12 +93,13 @@ def test_adding_a_skill_shows_its_settings_form_without_saving(app, client, admi
     assert response.status_code == 200
     page = response.text
     assert listed_skills(page) == ["notes"]
-    assert re.search(r'name="skills-0-limit" id="skills-0-limit" type="number" value="5"\s+min="1" max="20"',
-                     page)
+    assert re.search(r'name="skills-0-settings-limit" id="skills-0-settings-limit" type="number" value="5"'
+                     r'\s+min="1" max="20"', page)
     assert "How many notes to keep." in page and "Share notes between users." in page
-    assert '<select name="skills-0-tone"' in page and '<option value="brief" selected>' in page
-    assert '<textarea name="skills-0-tags"' in page and '<textarea name="skills-0-preamble"' in page
-    assert 'type="checkbox" name="skills-0-shared"' in page
+    assert '<select name="skills-0-settings-tone"' in page and '<option value="brief" selected>' in page
+    assert '<textarea name="skills-0-settings-tags"' in page
+    assert '<textarea name="skills-0-settings-preamble"' in page
+    assert 'type="checkbox" name="skills-0-settings-shared"' in page
     with app.app_context():
         assert agent_named("Researcher") is None
 
@@ -105,7 +108,7 @@ def test_reorder_and_remove_skills(app, client, admin):
     data = with_skills(("notes", {"limit": "3"}), ("clock", {"timezone": "Europe/Rome"}))
     down = client.post("/admin/agents/", data={**data, "action": "down:0"})
     assert listed_skills(down.text) == ["clock", "notes"]
-    assert 'value="Europe/Rome"' in down.text and 'name="skills-1-limit"' in down.text
+    assert 'value="Europe/Rome"' in down.text and 'name="skills-1-settings-limit"' in down.text
     up = client.post("/admin/agents/", data={**data, "action": "up:1"})
     assert listed_skills(up.text) == ["clock", "notes"]
     removed = client.post("/admin/agents/", data={**data, "action": "remove:0"})
@@ -136,10 +139,10 @@ def test_saving_stores_the_ordered_skills_with_validated_settings(app, client, a
 
 
 @pytest.mark.parametrize(("skill", "field", "error"), [
-    (("clock", {"timezone": "Mars/Olympus_Mons"}), "skills-0-timezone", "Unknown time zone"),
-    (("notes", {"limit": "50"}), "skills-0-limit", "less than or equal to 20"),
-    (("notes", {"limit": "many"}), "skills-0-limit", "valid integer"),
-    (("notes", {"tone": "loud"}), "skills-0-tone", "'brief' or 'detailed'"),
+    (("clock", {"timezone": "Mars/Olympus_Mons"}), "skills-0-settings-timezone", "Unknown time zone"),
+    (("notes", {"limit": "50"}), "skills-0-settings-limit", "less than or equal to 20"),
+    (("notes", {"limit": "many"}), "skills-0-settings-limit", "valid integer"),
+    (("notes", {"tone": "loud"}), "skills-0-settings-tone", "'brief' or 'detailed'"),
 ])
 def test_bad_skill_settings_are_a_422_beside_the_field(app, client, admin, skill, field, error):
     response = client.post("/admin/agents/", data={**with_skills(skill), "action": "save"})
@@ -247,3 +250,104 @@ def test_deleting_an_agent_keeps_its_conversations_readable(app, client, auth, s
     assert response.status_code == 422 and "You can no longer use this agent." in response.text
     with app.app_context():
         assert db.session.scalar(db.select(db.func.count(Message.id))) == 2
+
+
+class FormReader(HTMLParser):
+    """Collect what a browser would submit from the page's #agent-form (its inputs, textareas, selects)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[tuple[str, str]] = []
+        self._inside = False
+        self._text: tuple[str, list[str]] | None = None
+        self._select: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form":
+            self._inside = attrs.get("id") == "agent-form"
+        if not self._inside or "name" not in attrs and tag != "option":
+            return
+        if tag == "input" and attrs.get("type") not in ("submit", "button"):
+            if attrs.get("type") != "checkbox" or "checked" in attrs:
+                self.fields.append((attrs["name"], attrs.get("value") or ""))
+        elif tag == "textarea":
+            self._text = (attrs["name"], [])
+        elif tag == "select":
+            self._select = attrs["name"]
+        elif tag == "option" and self._select and "selected" in attrs:
+            self.fields.append((self._select, attrs.get("value") or ""))
+
+    def handle_data(self, data):
+        if self._text:
+            self._text[1].append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "textarea" and self._text:
+            self.fields.append((self._text[0], unescape("".join(self._text[1]))))
+            self._text = None
+        elif tag == "select":
+            self._select = None
+        elif tag == "form":
+            self._inside = False
+
+
+def submitted(html: str, **changes: str) -> MultiDict:
+    """Return the form as the page would submit it, with the fields labelled by id changed."""
+    reader = FormReader()
+    reader.feed(html)
+    ids = dict(re.findall(r'<label for="([^"]+)">([^<*]+)', html))
+    fields = MultiDict(reader.fields)
+    for field_id, value in changes.items():
+        assert field_id in ids, f"no field {field_id} on the page"
+        fields.setlist(field_id, [value])
+    return fields
+
+
+def test_a_skill_setting_named_like_an_editor_field_is_kept(app, client, admin):
+    """The JavaScript skill's tool name is a setting called `name`, like the field that records the skill."""
+    page = client.post("/admin/agents/", data=form(action="add", add_skill="javascript")).text
+    data = submitted(page, **{"skills-0-settings-name": "double_it"})
+    data.setlist("action", ["save"])
+    assert client.post("/admin/agents/", data=data).status_code == 302
+    with app.app_context():
+        agent = agent_named("Researcher")
+        assert [(s["name"], s["config"]["name"]) for s in agent.skills] == [("javascript", "double_it")]
+        agent_id = agent.id
+    assert 'name="skills-0-settings-name" id="skills-0-settings-name" type="text" value="double_it"' in \
+        client.get(f"/admin/agents/{agent_id}").text
+
+
+def error_beside(html: str, field: str) -> str | None:
+    block = re.search(rf'<div class="field invalid">\s*<label for="{field}">.*?<p class="error">([^<]*)', html, re.S)
+    return unescape(block.group(1)) if block else None
+
+
+@pytest.mark.parametrize(("skills", "field", "error"), [
+    ((("javascript", {}), ("javascript", {})), "skills-1-settings-name",
+     "Skill 1 (JavaScript function) already gives a tool named count_words"),
+    ((("clock", {"timezone": "UTC"}), ("javascript", {"name": "current_time"})), "skills-1-settings-name",
+     "Skill 1 (Clock) already gives a tool named current_time"),
+    ((("javascript", {"name": "github_search"}),
+      ("mcp", {"url": "https://mcp.example.org/mcp", "allowed_tools": "search", "tool_prefix": "github"})),
+     None, "Skill 1 (JavaScript function) already gives a tool named github_search"),
+])
+def test_two_skills_giving_the_same_tool_name_are_refused_in_the_editor(app, client, admin, skills, field,
+                                                                       error):
+    response = client.post("/admin/agents/", data={**with_skills(*skills), "action": "save"})
+    assert response.status_code == 422
+    if field:
+        assert error in (error_beside(response.text, field) or ""), response.text
+    else:  # no setting holds the name itself (a prefix does): the message stands on the skill
+        skill = re.search(r'<li class="skill card" id="skill-1">.*?</li>', response.text, re.S).group(0)
+        assert f'<p class="error" role="alert">{error}' in unescape(skill)
+    with app.app_context():
+        assert agent_named("Researcher") is None
+
+
+def test_two_javascript_functions_with_their_own_names_are_saved_and_offered(app, client, admin):
+    data = with_skills(("javascript", {"name": "double_it"}), ("javascript", {"name": "halve_it"}),
+                       preview_prompt="hello")
+    preview = client.post("/admin/agents/preview", data=data, headers={"HX-Request": "true"})
+    assert preview.status_code == 200 and "Tools available: double_it, halve_it." in preview.text
+    assert client.post("/admin/agents/", data={**data, "action": "save"}).status_code == 302

@@ -169,6 +169,10 @@ ROUTES: dict[str, Access] = {
     "triggers_admin.delete": Access(ADMINS, args={"trigger_id": "@trigger"}, changes=True),
     "triggers_admin.rotate_token": Access(ADMINS, args={"trigger_id": "@trigger"}, changes=True),
     "hooks.receive": Access(public=True, args={"token": "@hook_token"}),  # a form body: 415, no run
+    # The JSON API (anonymous requests get a 401 JSON answer, never a redirect)
+    "api.preferences_show": Access(),
+    "api.preferences_update": Access(),  # no body: 415
+    "api.preferences_delete": Access(),  # no namespace: 422
 }
 
 # A cheap hash: this test signs in five people for each of ~90 routes.
@@ -337,6 +341,9 @@ def check_route(app, world: World, endpoint: str, access: Access) -> list[str]:
         if access.public and not access.anonymous:
             if not reached(response, access):
                 problems.append(f"{method} anonymous: expected to reach, got {response.status_code}")
+        elif endpoint.startswith("api."):
+            if response.status_code != 401 or (response.json or {}).get("code") != "UNAUTHORIZED":
+                problems.append(f"{method} anonymous API: expected 401 UNAUTHORIZED, got {response.status_code}")
         else:
             if not is_sign_in(response):
                 problems.append(f"{method} anonymous: expected to sign in first, got {response.status_code}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 from pydantic_ai import Agent as PydanticAgent
-from pydantic_ai.exceptions import AgentRunError, ModelHTTPError
+from pydantic_ai.exceptions import AgentRunError, ModelHTTPError, ModelRequestTimeout, ModelTimeoutError
 
 from app.agents import loop
 from app.agents.providers import ModelSpec, ModelUnavailable, build_model
@@ -25,5 +25,7 @@ def check_connection(app: Flask, spec: ModelSpec) -> tuple[bool, str]:
         return True, loop.run(_ping(spec), timeout=spec.timeout + 5)
     except ModelHTTPError as error:
         return False, provider_error(error)
+    except (ModelRequestTimeout, ModelTimeoutError) as error:
+        return False, spec.timeout_message(getattr(error, "timeout", None))
     except (AgentRunError, ModelUnavailable, TimeoutError, OSError) as error:
         return False, f"{type(error).__name__}: {error}"

@@ -7,6 +7,8 @@ API keys are read from the environment variable the configuration names; none is
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +47,7 @@ class ModelSpec:
     temperature: float | None
     timeout: float
     profiles: dict
+    retries: int = 0
 
     @classmethod
     def of(cls, config: ModelConfig | None) -> ModelSpec:
@@ -52,7 +55,7 @@ class ModelSpec:
             return OFFLINE_SPEC
         return cls(config.id, config.name, config.provider, config.model_name, config.base_url,
                    config.api_key_env, config.context_window, config.max_tokens, config.temperature,
-                   config.timeout, dict(config.profiles or {}))
+                   config.timeout, dict(config.profiles or {}), config.retries or 0)
 
     def settings(self, role: str = "chat") -> ModelSettings:
         """Return the model settings for a role: configuration, then role defaults, then the role profile."""
@@ -64,7 +67,20 @@ class ModelSpec:
         merged.update(ROLE_DEFAULTS.get(role, {}))
         merged.update({k: v for k, v in (self.profiles.get(role) or {}).items() if v is not None})
         allowed = {"max_tokens", "temperature", "timeout", "top_p"}
-        return ModelSettings(**{k: v for k, v in merged.items() if k in allowed})
+        settings = ModelSettings(**{k: v for k, v in merged.items() if k in allowed})
+        # The timeout bounds what the user waits for, the SDK's retries included: until a streamed
+        # answer starts (chat turns), or for the whole request (titles, summaries: not streamed).
+        # Each attempt, and each wait between two parts of a streamed answer, has the same bound.
+        settings["max_retries"] = self.retries
+        settings["first_event_timeout" if role == "chat" else "request_timeout"] = settings["timeout"]
+        return settings
+
+    def timeout_message(self, seconds: float | None = None) -> str:
+        """Say which limit a request that timed out hit, and where it is set."""
+        seconds = seconds or self.timeout
+        retries = f", {self.retries} {'retry' if self.retries == 1 else 'retries'} included" if self.retries else ""
+        return (f"The provider did not answer within {seconds:g} s{retries} "
+                f"(timeout set on model configuration {self.name!r}).")
 
 
 OFFLINE_SPEC = ModelSpec(None, "Built-in offline model", "offline", "skilldesk-offline", None, None,
@@ -83,14 +99,40 @@ def register_provider(name: str, factory: Callable[[ModelSpec], Model] | None) -
         _factories[name] = factory
 
 
+# Provider models by what their client depends on, kept for the process: building an SDK client
+# (its HTTP client and TLS context) costs more than the rest of a turn. Settings that change per
+# request (timeout, retries, max tokens) travel with each request, not in the client.
+_models: OrderedDict[tuple, Model] = OrderedDict()
+_models_lock = threading.Lock()
+MODELS_KEPT = 64
+
+
 def build_model(spec: ModelSpec) -> Model:
-    """Create the pydantic-ai model for a configuration (call this on the runtime loop)."""
-    profile = {"context_window": spec.context_window}
+    """Return the pydantic-ai model for a configuration, built once per process and client settings.
+
+    Call this on the runtime loop: the model's HTTP client is used on that loop only.
+    """
     if spec.provider in _factories:
         return _factories[spec.provider](spec)
     if spec.provider == "offline":
         return make_offline_model(spec.context_window)
     key = _api_key(spec)
+    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window)
+    with _models_lock:
+        model = _models.get(cache_key)
+        if model is not None:
+            _models.move_to_end(cache_key)
+            return model
+    model = _provider_model(spec, key)
+    with _models_lock:
+        model = _models.setdefault(cache_key, model)
+        while len(_models) > MODELS_KEPT:
+            _models.popitem(last=False)
+    return model
+
+
+def _provider_model(spec: ModelSpec, key: str | None) -> Model:
+    profile = {"context_window": spec.context_window}
     if spec.provider in ("openai", "openai-chat", "openai-compatible"):
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
@@ -102,12 +144,14 @@ def build_model(spec: ModelSpec) -> Model:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        return AnthropicModel(spec.model_name, provider=AnthropicProvider(api_key=key), profile=profile)
+        provider = AnthropicProvider(api_key=key, base_url=spec.base_url or None)
+        return AnthropicModel(spec.model_name, provider=provider, profile=profile)
     if spec.provider == "groq":
         from pydantic_ai.models.groq import GroqModel
         from pydantic_ai.providers.groq import GroqProvider
 
-        return GroqModel(spec.model_name, provider=GroqProvider(api_key=key), profile=profile)
+        return GroqModel(spec.model_name, provider=GroqProvider(api_key=key, base_url=spec.base_url or None),
+                         profile=profile)
     raise ModelUnavailable(f"Unknown provider {spec.provider!r}.")
 
 

@@ -14,11 +14,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Flask
+from flask import Flask, current_app
 from pydantic_ai import CancellationToken, capture_run_messages
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelHTTPError,
+    ModelRequestTimeout,
+    ModelTimeoutError,
     RunCancelled,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
@@ -78,6 +80,7 @@ def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
 
 def start(app: Flask, turn: Turn) -> concurrent.futures.Future:
     """Start a prepared turn on the runtime loop and return its future."""
+    app.extensions["wakeups"].listen()  # from here on, Stop from any process reaches the run
     future = loop.submit(execute(app, turn))
     _futures[turn.run_id] = future
     future.add_done_callback(lambda _f: _futures.pop(turn.run_id, None))
@@ -91,11 +94,21 @@ def wait(run_id: str, timeout: float = 30.0) -> None:
         future.result(timeout)
 
 
+def init_app(app: Flask) -> None:
+    """Wire the run events' wake-ups and let Stop reach the runs of this process from any other."""
+    run_events.init_app(app)
+    run_events.on_stop(cancel_here)
+
+
 def request_stop(run: Run) -> None:
-    """Ask a run to stop: at once in this process, within a second from any other."""
+    """Ask a run to stop, in whichever process runs it (flagged in the database, announced to every process)."""
     run.cancel_requested = True
-    db.session.commit()
-    token = _tokens.get(run.id)
+    run_events.request_stop(current_app._get_current_object(), run.id)
+
+
+def cancel_here(run_id: str) -> None:
+    """Cancel the run if it runs in this process (called for every Stop announced)."""
+    token = _tokens.get(run_id)
     if token is not None:
         token.cancel()
 
@@ -180,7 +193,6 @@ async def execute(app: Flask, turn: Turn) -> str:
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()
-    run_events.forget(run_id)
     if needs_title or (outcome.status == "succeeded" and _has_skill(turn, "compaction")):
         await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, needs_title)
     return outcome.status
@@ -221,6 +233,10 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                 count_usage(outcome, error.usage)
             except UsageLimitExceeded as error:
                 outcome.status, outcome.error = "unfinished", _limit_message(turn, error)
+                outcome.messages = list(captured)
+            except (ModelRequestTimeout, ModelTimeoutError) as error:
+                outcome.status = "failed"
+                outcome.error = turn.agent.model.timeout_message(getattr(error, "timeout", None))
                 outcome.messages = list(captured)
             except ModelHTTPError as error:
                 outcome.status, outcome.error = "failed", provider_error(error)

@@ -36,3 +36,7 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(hooks.bp, url_prefix="/hooks")
     app.register_blueprint(tables_admin.bp, url_prefix="/admin/tables")
     app.register_blueprint(triggers_admin.bp, url_prefix="/admin/triggers")
+
+    from app.blueprints import api
+
+    app.register_blueprint(api.bp, url_prefix="/api")

@@ -35,7 +35,7 @@ def index():
 @admin_required
 def new():
     return render_form(None, {"provider": "openai-compatible", "context_window": 32000, "timeout": 60,
-                              "profiles": {}}, {})
+                              "retries": 0, "profiles": {}}, {})
 
 
 @bp.route("/", methods=["POST"])
@@ -49,7 +49,7 @@ def create():
 def edit(config_id: int):
     config = get_config(config_id)
     values = {c: getattr(config, c) for c in ("name", "provider", "model_name", "base_url", "api_key_env",
-                                              "context_window", "max_tokens", "temperature", "timeout",
+                                              "context_window", "max_tokens", "temperature", "timeout", "retries",
                                               "profiles", "is_default")}
     return render_form(config, values, {})
 

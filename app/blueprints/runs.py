@@ -56,24 +56,32 @@ def events(run_id: str):
 
 
 def _follow(app, run_id: str, user_id: int, after: int):
-    """Replay stored events after `after`, then follow live ones until the run ends."""
+    """Replay stored events after `after`, then follow live ones until the run ends.
+
+    No database connection is held while the client reads or while the follower waits: each read
+    is a short session, released before any yield or wait (a stream costs a thread, never a pool slot).
+    """
     last_sent = checked = time.monotonic()  # the request checked access a moment ago
     ended = woken = False
     while True:
-        for event in run_events.events_after(run_id, after):
-            after = event.seq
-            yield sse(event.seq, event.type, encode_html(event, run_id))
+        stored = run_events.events_after(run_id, after)
+        frames = [(event.seq, event.type, sse(event.seq, event.type, encode_html(event, run_id)))
+                  for event in stored]
+        db.session.remove()  # release the connection; the next read sees a fresh snapshot
+        for seq, type_, frame in frames:
+            after = seq
+            yield frame
             last_sent = time.monotonic()
-            if event.type == run_events.END:
+            if type_ == run_events.END:
                 return
         if ended:  # read after the run had ended: nothing more will come (a client past its end event)
             return
-        db.session.remove()  # see a fresh snapshot on the next read
         if woken and time.monotonic() - checked < POLL_SECONDS:
             # A new event was stored in this process: read it at once; access is re-checked every second.
             woken = False
             continue
         allowed, ended = _state(run_id, user_id)
+        db.session.remove()
         checked = time.monotonic()
         if not allowed:
             return
@@ -82,7 +90,7 @@ def _follow(app, run_id: str, user_id: int, after: int):
         if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
             yield ": keepalive\n\n"
             last_sent = time.monotonic()
-        woken = run_events.wait_for_events(run_id, after, POLL_SECONDS)
+        woken = run_events.wait_for_events(run_id, after, run_events.recheck_seconds(app))
 
 
 def _state(run_id: str, user_id: int) -> tuple[bool, bool]:

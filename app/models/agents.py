@@ -37,6 +37,8 @@ class ModelConfig(db.Model):
     max_tokens: Mapped[int | None]
     temperature: Mapped[float | None]
     timeout: Mapped[float] = mapped_column(default=60.0)
+    # How often the provider's SDK may send a failed request again, within the timeout.
+    retries: Mapped[int] = mapped_column(default=0, server_default="0")
     # Per-role overrides: {"title": {"max_tokens": 60, "temperature": 0.2, "timeout": 20}, ...}
     profiles: Mapped[dict] = mapped_column(JSON, default=dict)
     is_default: Mapped[bool] = mapped_column(default=False)

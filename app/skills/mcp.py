@@ -156,5 +156,10 @@ def build(config: Config, ctx: SkillContext) -> AbstractToolset[Any]:
     return toolset
 
 
-skill = Skill(name="mcp", title="MCP server", config=Config, build=build,
+def declared_tools(config: Config) -> list[str]:
+    """Return the tool names known without connecting: the allowed tools, prefixed (all others come later)."""
+    return [f"{config.tool_prefix}_{name}" if config.tool_prefix else name for name in config.allowed_tools]
+
+
+skill = Skill(name="mcp", title="MCP server", config=Config, build=build, declared_tools=declared_tools,
               description="Connect the agent to an MCP server's tools, over stdio or streamable HTTP.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -13,7 +13,7 @@ from typing import Any
 from flask import Flask, current_app
 from pydantic import BaseModel
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset, PrefixedToolset, WrapperToolset
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,9 @@ class Skill:
     description: str = ""
     # Set for skills that change the chat rather than give tools (e.g. the model picker).
     gives_tools: bool = True
+    # For skills whose tools are known only once connected (an MCP server): the names the settings are
+    # sure to give, without building. Other skills' names are read from the toolsets they build.
+    declared_tools: Callable[[Any], Iterable[str]] | None = None
 
     def parse(self, settings: dict[str, Any] | None) -> BaseModel:
         """Validate stored or submitted settings with the skill's Config."""
@@ -88,6 +91,27 @@ class Skill:
         if isinstance(result, AbstractCapability | AbstractToolset):
             return [result]
         return list(result)
+
+    def tool_names(self, settings: dict[str, Any] | None, ctx: SkillContext) -> frozenset[str]:
+        """Return the names of the tools these settings give that are known before a run."""
+        if self.declared_tools is not None:
+            return frozenset(self.declared_tools(self.parse(settings)))
+        return frozenset(name for item in self.built(settings, ctx) for name in _tool_names(item))
+
+
+def _tool_names(item: Built | None) -> list[str]:
+    """Read the tool names a toolset (or a capability's toolset) defines, without running it."""
+    if isinstance(item, AbstractCapability):
+        return _tool_names(item.get_toolset())
+    if isinstance(item, FunctionToolset):
+        return list(item.tools)
+    if isinstance(item, CombinedToolset):
+        return [name for toolset in item.toolsets for name in _tool_names(toolset)]
+    if isinstance(item, PrefixedToolset):
+        return [f"{item.prefix}_{name}" for name in _tool_names(item.wrapped)]
+    if isinstance(item, WrapperToolset):
+        return _tool_names(item.wrapped)
+    return []  # a toolset whose tools are listed only at run time (a server's, a function's)
 
 
 def load_registry() -> dict[str, Skill]:

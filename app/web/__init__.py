@@ -1,0 +1,1 @@
+"""Request plumbing shared by every area: bodies, input checks, errors, security, htmx."""

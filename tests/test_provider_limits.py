@@ -1,0 +1,73 @@
+"""A model configuration's timeout bounds the whole wait, retries included, and the error says which limit hit."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_ai.models import override_allow_model_requests
+
+from app.extensions import db
+from app.models import ModelConfig
+from tests.chat_driver import outcome, send, start_chat
+from tests.fake_openai import fake_openai
+
+HX = {"HX-Request": "true"}
+# Each provider's SDK, pointed at the fake by the configuration's base URL (a hang needs no protocol).
+PROVIDERS = {"openai-compatible": "/v1", "anthropic": "", "groq": ""}
+
+
+def _config(app, server, provider: str = "openai-compatible", **fields) -> int:
+    with app.app_context():
+        base_url = server.base_url.removesuffix("/v1") + PROVIDERS[provider]
+        fields.setdefault("name", f"Local {provider}")
+        config = ModelConfig(provider=provider, model_name="fake-model",
+                             base_url=base_url, api_key_env=None if provider == "openai-compatible"
+                             else "SKILLDESK_TEST_FAKE_KEY", context_window=8192, profiles={}, **fields)
+        db.session.add(config)
+        db.session.commit()
+        return config.id
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("retries", [0, 2])
+def test_a_hanging_provider_fails_the_turn_within_the_timeout_with_one_request(
+        app, client, auth, monkeypatch, provider, retries):
+    monkeypatch.setenv("SKILLDESK_TEST_FAKE_KEY", "sk-fake")
+    auth.login_as("user")
+    with fake_openai("hang") as server:
+        config_id = _config(app, server, provider, timeout=1, retries=retries)
+        conversation_id = start_chat(app, client, model_config_id=config_id)
+        with override_allow_model_requests(True):
+            run, _message = outcome(app, send(app, client, conversation_id, "Hello?"))
+        assert server.requests == 1  # the deadline covers the retries: none starts after it
+    assert run.status == "failed"
+    included = ", 2 retries included" if retries else ""
+    assert run.error == (f"The provider did not answer within 1 s{included} "
+                         f"(timeout set on model configuration 'Local {provider}').")
+
+
+def test_retries_are_a_setting_of_the_model_configuration(app, client, auth):
+    auth.login_as("user")
+    with fake_openai("fail") as server:
+        for retries, sent in ((0, 1), (1, 2)):
+            before = server.requests
+            config_id = _config(app, server, timeout=30, retries=retries, name=f"Failing {retries}")
+            conversation_id = start_chat(app, client, model_config_id=config_id)
+            with override_allow_model_requests(True):
+                run, _message = outcome(app, send(app, client, conversation_id, "Hello?"))
+            assert server.requests - before == sent
+            assert run.status == "failed" and "The provider answered 500: The fake server failed." in run.error
+
+
+def test_the_model_form_shows_and_bounds_retries(app, client, auth):
+    auth.login_as("admin")
+    assert 'name="retries"' in client.get("/admin/models/new").text
+    form = {"name": "Local", "provider": "openai-compatible", "model_name": "llama3.1:8b",
+            "base_url": "http://localhost:11434/v1", "api_key_env": "", "context_window": "8192",
+            "max_tokens": "", "temperature": "", "timeout": "10"}
+    response = client.post("/admin/models/", data={**form, "retries": "9"})
+    assert response.status_code == 422 and "Use a value from 0 to 5." in response.text
+    assert client.post("/admin/models/", data={**form, "retries": "2"}).status_code == 302
+    with app.app_context():
+        config = db.session.scalar(db.select(ModelConfig).where(ModelConfig.name == "Local"))
+        assert (config.timeout, config.retries) == (10, 2)
+    assert 'name="retries" type="number" step="any" value="2"' in client.get(f"/admin/models/{config.id}").text

@@ -28,7 +28,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from app.runtime import offline
 from app.runtime.builder import ToolErrorsAsResults
-from app.runtime.compaction import Summarizer, estimate_tokens
+from app.runtime.compaction import Summarizer
+from app.runtime.context_size import estimate_tokens
 from app.runtime.providers import OFFLINE_SPEC
 from app.skills.compaction import Compaction, Config, compact_conversation_context
 

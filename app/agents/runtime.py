@@ -311,7 +311,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
         status=outcome.status, error=outcome.error, finished_at=utcnow(), input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
-    needs_title = outcome.status == "succeeded" and bool(outcome.text) and kept and row.title is None
+    # Whatever the first turn brought (an answer, a failure, a card), the chat gets a title after it.
+    needs_title = kept and row.title is None
     # The text not yet stored lands with the end event, in this transaction. The end tells the page
     # whether a title is on its way, so a chat that has one does not render it again.
     writer.stage((run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,

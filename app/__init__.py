@@ -17,9 +17,9 @@ def create_app(config: dict | None = None) -> Flask:
 
     from app import database, errors, navigation, rendering, security
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
-    from app.web import bodies
+    from app.web import request as web_request
 
-    bodies.init_app(app)
+    web_request.init_app(app)  # before any route: the bounded `int` converter
 
     db.init_app(app)
     database.init_app(app)

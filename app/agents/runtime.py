@@ -259,7 +259,9 @@ def provider_error(error: ModelHTTPError) -> str:
         body = body["error"] if isinstance(body.get("error"), dict | str) else body
         body = body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else body
     detail = body if isinstance(body, str) else json.dumps(body)[:500] if body else error.message
-    return f"The provider answered {error.status_code}: {detail}"
+    # Notes say what was tried before giving up (compaction adds why the request could not be shortened).
+    notes = "".join(f" {note}" for note in getattr(error, "__notes__", ()))
+    return f"The provider answered {error.status_code}: {detail}{notes}"
 
 
 def _limit_message(turn: Turn, error: UsageLimitExceeded) -> str:
@@ -329,7 +331,7 @@ def _record_compactions(turn: Turn, outcome: Outcome) -> None:
 
     for compactor in outcome.compactors:
         for result in compactor.results:
-            if result.changed:
+            if result.changed or result.failed:
                 record_outcome(turn.conversation_id, compactor.config, result, "run")
 
 

@@ -279,7 +279,9 @@ def provider_error(error: ModelHTTPError) -> str:
         body = body["error"] if isinstance(body.get("error"), dict | str) else body
         body = body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else body
     detail = body if isinstance(body, str) else json.dumps(body)[:500] if body else error.message
-    return f"The provider answered {error.status_code}: {detail}"
+    # Notes say what was tried before giving up (compaction adds why the request could not be shortened).
+    notes = "".join(f" {note}" for note in getattr(error, "__notes__", ()))
+    return f"The provider answered {error.status_code}: {detail}{notes}"
 
 
 def _limit_message(turn: Turn, error: UsageLimitExceeded) -> str:
@@ -331,7 +333,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
         status=outcome.status, error=outcome.error, finished_at=utcnow(), input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
-    needs_title = outcome.status == "succeeded" and bool(outcome.text) and kept and row.title is None
+    # Whatever the first turn brought (an answer, a failure, a card), the chat gets a title after it.
+    needs_title = kept and row.title is None
     # The text not yet stored lands with the end event, in this transaction. The end tells the page
     # whether a title is on its way, so a chat that has one does not render it again.
     writer.stage((run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,
@@ -348,7 +351,7 @@ def _record_compactions(turn: Turn, outcome: Outcome) -> None:
 
     for compactor in outcome.compactors:
         for result in compactor.results:
-            if result.changed:
+            if result.changed or result.failed:
                 record_outcome(turn.conversation_id, compactor.config, result, "run")
 
 

@@ -143,7 +143,7 @@ def _compact(conversation, text: str, instructions: str):
 
 
 def _compact_summary(result) -> str:
-    if result is None or not result.changed:
+    if result is None or not (result.changed or result.failed):
         return "Nothing needed shortening yet."
     return result.notice()
 

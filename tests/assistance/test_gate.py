@@ -158,6 +158,7 @@ def test_the_data_pages_hide_the_panel_while_off_and_declare_targets_only_to_a_p
             "Proposer", roles=["user"], skills=[{"name": "ui_proposals", "config": {}}]).id
         db.session.commit()
     declared = sent_context()["page"]["proposable"]
-    assert [(entry["kind"], entry["current"]) for entry in declared] == [("preference", "table"), ("view_state", "table")]
+    assert [(entry["kind"], entry["current"]) for entry in declared] == [("preference", "table"),
+                                                                         ("view_state", "table")]
     switch(app, False)
     assert 'id="assistant"' not in client.get("/data/orders").text

@@ -63,9 +63,11 @@ def compact_stored_context(conversation: Conversation, trigger: str, instruction
             log.info("compaction of conversation %s dropped: the context changed meanwhile", conversation.id)
             return result
         record_outcome(conversation.id, config, result, trigger)
+    elif result.failed:  # said, never hidden: the context stays as it was
+        record_outcome(conversation.id, config, result, trigger)
     db.session.commit()
-    log.info("conversation %s compaction (%s): changed=%s tokens %s -> %s", conversation.id, trigger,
-             result.changed, result.tokens_before, result.tokens_after)
+    log.info("conversation %s compaction (%s): changed=%s failed=%s tokens %s -> %s", conversation.id, trigger,
+             result.changed, result.failed, result.tokens_before, result.tokens_after)
     return result
 
 

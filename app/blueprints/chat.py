@@ -8,6 +8,7 @@ from flask_login import current_user
 from app import conversations
 from app.agents import turns
 from app.agents.purge import purge_conversation
+from app.assistance.context import ContextRejected, parse_context_text
 from app.compaction_service import compact_stored_context, compaction_config, parse_command
 from app.conversations import export_json, export_markdown, get_own_conversation, transcript
 from app.extensions import db
@@ -103,8 +104,12 @@ def send(conversation_id: int):
         if turns.active_run(conversation) is not None:
             return _refuse(conversation, text, WAIT)
         return _compact(conversation, text, command)
+    try:
+        context = parse_context_text(request.form.get("context"), current_user.role)
+    except ContextRejected as rejected:
+        return _refuse(conversation, text, str(rejected))
     try:  # the database refuses a second run while one is under way (two sends at once included)
-        message, run = turns.send_message(conversation, current_user, text)
+        message, run = turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:
         return _refuse(conversation, text, WAIT)
     if is_htmx():
@@ -138,7 +143,7 @@ def _compact(conversation, text: str, instructions: str):
 
 
 def _compact_summary(result) -> str:
-    if result is None or not result.changed:
+    if result is None or not (result.changed or result.failed):
         return "Nothing needed shortening yet."
     return result.notice()
 

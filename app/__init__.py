@@ -17,7 +17,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     from app import database
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
-    from app.web import errors, navigation, rendering, security
+    from app.web import errors, navigation, rendering, security, text_input
     from app.web import request as web_request
 
     web_request.init_app(app)  # before any route: the bounded `int` converter
@@ -29,6 +29,7 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.init_app(app)
     htmx.init_app(app)
     security.init_app(app)
+    text_input.init_app(app)  # after the sign-in check: anonymous visitors are sent to sign in first
     errors.init_app(app)
     navigation.init_app(app)
     rendering.init_app(app)

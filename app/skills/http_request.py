@@ -16,14 +16,8 @@ from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.guards.outbound import (
-    OutboundPolicy,
-    OutboundRefused,
-    OutboundResponse,
-    fetch,
-    html_to_text,
-    policy_from_config,
-)
+from app.guards.html_text import html_to_text
+from app.guards.outbound import OutboundPolicy, OutboundRefused, OutboundResponse, fetch, policy_from_config
 from app.runtime.skill import Skill, SkillContext
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]

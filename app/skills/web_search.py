@@ -22,7 +22,8 @@ from pydantic_ai import Tool
 from pydantic_ai.capabilities import WebSearch
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
-from app.guards.outbound import OutboundPolicy, OutboundRefused, fetch, html_to_text, policy_from_config
+from app.guards.html_text import html_to_text
+from app.guards.outbound import OutboundPolicy, OutboundRefused, fetch, policy_from_config
 from app.runtime.skill import Skill, SkillContext
 
 Backend = Literal["duckduckgo", "searxng", "tavily", "brave"]

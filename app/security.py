@@ -69,7 +69,7 @@ def is_api_request() -> bool:
 
 def wants_json() -> bool:
     """Tell whether the client asked for JSON rather than a page."""
-    return is_api_request() or (
+    return is_api_request() or request.blueprint == "hooks" or (  # webhooks answer JSON, whatever they accept
         request.accept_mimetypes.best == "application/json" and not request.headers.get("HX-Request")
     )
 

@@ -7,7 +7,7 @@ from app.models.compaction import CompactionRecord
 from app.models.memories import Memory
 from app.models.shares import Share
 from app.models.tables import DataField, DataTable, Trigger, TriggerRun
-from app.models.users import ROLES, User
+from app.models.users import ROLES, User, UserSession
 
 __all__ = [
     "ROLES",
@@ -27,4 +27,5 @@ __all__ = [
     "Trigger",
     "TriggerRun",
     "User",
+    "UserSession",
 ]

@@ -3,7 +3,7 @@
 Cookies from before this revision carry a bare user id, which names no session: everyone signs in once more.
 
 Revision ID: b3401eeeb01d
-Revises: 7c4a9e2b1d35
+Revises: a6024ebb378f
 Create Date: 2026-12-01 21:39:36.908600
 
 """
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'b3401eeeb01d'
-down_revision = '7c4a9e2b1d35'
+down_revision = 'a6024ebb378f'
 branch_labels = None
 depends_on = None
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
 from flask_login import current_user
 
-from app import navigation
 from app.api.tokens import TokenError, create_token, revoke_token, tokens_of
 from app.assistance.forms import ApiTokenForm
 from app.extensions import db
@@ -13,7 +12,6 @@ from app.models.base import utcnow
 from app.security import member_required
 
 bp = Blueprint("tokens", __name__)
-bp.record_once(lambda _state: navigation.add("API tokens", "tokens.index", ("admin", "user")))
 
 
 def _page(form: ApiTokenForm, secret: str | None = None, status: int = 200):

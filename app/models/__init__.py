@@ -9,7 +9,7 @@ from app.models.settings import InstanceSetting
 from app.models.shares import Share
 from app.models.tables import DataField, DataTable, Trigger, TriggerRun
 from app.models.tokens import ApiToken
-from app.models.users import ROLES, User
+from app.models.users import ROLES, User, UserSession
 
 __all__ = [
     "ROLES",
@@ -31,4 +31,5 @@ __all__ = [
     "Trigger",
     "TriggerRun",
     "User",
+    "UserSession",
 ]

@@ -1,7 +1,7 @@
 """personal api tokens
 
 Revision ID: 42fef190e22d
-Revises: a6024ebb378f
+Revises: b3401eeeb01d
 Create Date: 2026-12-01 21:41:38.425794
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '42fef190e22d'
-down_revision = 'a6024ebb378f'
+down_revision = 'b3401eeeb01d'
 branch_labels = None
 depends_on = None
 

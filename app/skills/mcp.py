@@ -12,18 +12,19 @@ import ipaddress
 import os
 import re
 import socket
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
-from fastmcp.client.transports import StdioTransport
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_ai import RunContext
-from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.toolsets import AbstractToolset
 
 from app.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
 from app.outbound import OutboundPolicy, OutboundRefused, policy_from_config, refusal_reason
 from app.skills.registry import Skill, SkillContext
+
+if TYPE_CHECKING:
+    from pydantic_ai.mcp import MCPToolset
 
 PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,29}$")
 
@@ -121,6 +122,10 @@ async def check_url(url: str, policy: OutboundPolicy) -> None:
 
 
 def _stdio_toolset(config: Config) -> MCPToolset:
+    # Imported here for laziness: the MCP client stack costs ~0.8 s at start and only MCP skills use it.
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai.mcp import MCPToolset
+
     missing = [name for name in config.env if not os.environ.get(name)]
     if missing:
         raise MissingSecret(f"The MCP server needs the environment variable {', '.join(missing)}, "
@@ -132,6 +137,8 @@ def _stdio_toolset(config: Config) -> MCPToolset:
 
 
 def _http_toolset(config: Config, ctx: SkillContext) -> MCPToolset:
+    from pydantic_ai.mcp import MCPToolset  # lazily, as in _stdio_toolset
+
     def resolve_headers() -> dict[str, str]:
         with ctx.app_context():
             return fill_headers(config.headers, ctx.user_id)

@@ -18,6 +18,7 @@ def create_app(config: dict | None = None) -> Flask:
     from app import database, errors, navigation, rendering, security
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
     from app.web import request as web_request
+    from app.web import text_input
 
     web_request.init_app(app)  # before any route: the bounded `int` converter
 
@@ -28,6 +29,7 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.init_app(app)
     htmx.init_app(app)
     security.init_app(app)
+    text_input.init_app(app)  # after the sign-in check: anonymous visitors are sent to sign in first
     errors.init_app(app)
     navigation.init_app(app)
     rendering.init_app(app)

@@ -72,9 +72,17 @@ class TranscriptPage:
     earlier: int | None
 
 
-def transcript_page(conversation: Conversation, before: int | None = None, size: int = 100) -> TranscriptPage:
-    """Return the latest `size` messages before the message `before` (or the very latest ones)."""
+def transcript_page(conversation: Conversation, before: int | None = None, size: int = 100,
+                    streaming_run: str | None = None) -> TranscriptPage:
+    """Return the latest `size` messages before the message `before` (or the very latest ones).
+
+    The notices of `streaming_run`, a run still under way, are left out: its stream replays them with
+    the rest of what the run did so far, so a page loaded during the run shows each once.
+    """
     query = db.select(Message).where(Message.conversation_id == conversation.id)
+    if streaming_run is not None:
+        query = query.where(or_(Message.run_id.is_(None), Message.run_id != streaming_run,
+                                Message.role != "notice"))
     if before is not None:
         query = query.where(Message.id < before)
     rows = list(db.session.scalars(query.order_by(Message.id.desc()).limit(size + 1)))

@@ -23,6 +23,10 @@ from app.models import RunEvent
 TEXT_FLUSH_SECONDS = 0.05
 LATEST_KEPT = 10_000
 END = "end"
+# What a run changes on the chat page beside its answer: a notice it stored (data: message_id), and the
+# chat's header (the agent after a hand-over). app/stream.py renders them as out-of-band fragments.
+NOTICE = "notice"
+HEADER = "header"
 # How long a listener sleeps before it looks at the database anyway: every second when only this
 # process can wake it, rarely when wake-ups cross processes (a lost message then costs this long).
 RECHECK_SECONDS = 1.0

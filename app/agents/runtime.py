@@ -224,7 +224,7 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
         with capture_run_messages() as captured:
             try:
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
-                                    turn.extras)
+                                    turn.extras, announce=writer.emit)
                 outcome.compactors = [c for c in built.capabilities if hasattr(c, "results")]
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
@@ -315,8 +315,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         meta["error"] = outcome.error
     if turn.deferred is not None:  # the run carried answers: the end of its stream updates their cards
         meta["resumed"] = True
-    if kept:
-        _record_compactions(turn, outcome)
+    notices = _record_compactions(turn, outcome) if kept else []
     waiting = outcome.waiting
     # A call that waits for a person shows as a card of the message, not as a step that never ends.
     waiting_ids = {call.tool_call_id for call in [*waiting.calls, *waiting.approvals]} if waiting else set()
@@ -325,7 +324,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
                       meta=meta, run_id=turn.run_id,
                       input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
     db.session.add(message)
-    db.session.flush()  # the end event names the message
+    db.session.flush()  # the end event names the message, the notice events theirs
     if waiting is not None and kept:
         pending = deferred.store_requests(waiting, message, turn.run_id, turn.agent.id, turn.agent.name,
                                           turn.person.id, turn.person.email)
@@ -337,7 +336,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     needs_title = kept and row.title is None
     # The text not yet stored lands with the end event, in this transaction. The end tells the page
     # whether a title is on its way, so a chat that has one does not render it again.
-    writer.stage((run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,
+    writer.stage(*[(run_events.NOTICE, {"message_id": notice.id}) for notice in notices],
+                 (run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,
                                    "title_pending": needs_title}))
     db.session.commit()
     log.info("run %s %s: %s requests, %s+%s tokens", turn.run_id, outcome.status, outcome.requests,
@@ -345,14 +345,17 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     return needs_title
 
 
-def _record_compactions(turn: Turn, outcome: Outcome) -> None:
-    """Store the notices and records of compactions made inside the run (before the answer)."""
+def _record_compactions(turn: Turn, outcome: Outcome) -> list[Message]:
+    """Store the notices and records of compactions made inside the run (before the answer); return the notices."""
     from app.compaction_service import record_outcome
 
+    notices = []
     for compactor in outcome.compactors:
         for result in compactor.results:
             if result.changed or result.failed:
-                record_outcome(turn.conversation_id, compactor.config, result, "run")
+                notice = record_outcome(turn.conversation_id, compactor.config, result, "run", turn.run_id)
+                notices += [notice] if notice is not None else []
+    return notices
 
 
 def _has_skill(turn: Turn, name: str) -> bool:

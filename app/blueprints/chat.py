@@ -34,9 +34,11 @@ def sidebar_page(page: int = 1, search: str = "") -> conversations.SidebarPage:
 
 def render_chat(conversation: Conversation, **context) -> str:
     """Render a conversation's page: its latest messages (older ones load on demand), its run, the sidebar."""
-    page = conversations.transcript_page(conversation, size=current_app.config["TRANSCRIPT_PAGE_SIZE"])
-    return render_template("chat/show.html", conversation=conversation, page=page,
-                           run=turns.active_run(conversation), sidebar=sidebar_page(), search="", **context)
+    run = turns.active_run(conversation)
+    page = conversations.transcript_page(conversation, size=current_app.config["TRANSCRIPT_PAGE_SIZE"],
+                                         streaming_run=run.id if run else None)
+    return render_template("chat/show.html", conversation=conversation, page=page, run=run,
+                           sidebar=sidebar_page(), search="", **context)
 
 
 @bp.route("/")

@@ -17,9 +17,10 @@ def create_app(config: dict | None = None) -> Flask:
 
     from app import database, errors, navigation, rendering, security
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
-    from app.web import bodies
+    from app.web import request as web_request
+    from app.web import text_input
 
-    bodies.init_app(app)
+    web_request.init_app(app)  # before any route: the bounded `int` converter
 
     db.init_app(app)
     database.init_app(app)
@@ -28,16 +29,23 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.init_app(app)
     htmx.init_app(app)
     security.init_app(app)
+    text_input.init_app(app)  # after the sign-in check: anonymous visitors are sent to sign in first
     errors.init_app(app)
     navigation.init_app(app)
     rendering.init_app(app)
+
+    from app import assistance
+
+    assistance.init_app(app)
 
     from app.blueprints import register_blueprints
 
     register_blueprints(app)
 
     from app import cli, skills
+    from app.agents import runtime
 
+    runtime.init_app(app)
     skills.init_app(app)
     # Last: tasks declared by blueprints and skills (@jobs.task) must be imported before huey binds them.
     jobs.init_app(app)

@@ -1,4 +1,4 @@
-"""Command-line tools: create users for scripts, and serve with a job consumer beside the web server."""
+"""Command-line tools: create users, serve (gunicorn, `app/server.py`), run job consumers, recover runs."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import logging
 
 import click
 from flask import Flask, current_app
-from flask.cli import with_appcontext
-from werkzeug.serving import run_simple
+from flask.cli import AppGroup, with_appcontext
 
+from app import server
 from app.accounts import create_user
-from app.agents.runtime import recover_interrupted
+from app.agents.interruption import interrupt_here, recover_interrupted
 from app.extensions import db
 from app.forms import PASSWORD_MIN
 from app.models import ROLES, User
@@ -38,30 +38,57 @@ def create_user_command(email: str, name: str, role: str, password: str) -> None
 @click.command("recover-runs")
 @with_appcontext
 def recover_runs_command() -> None:
-    """Mark runs left running by a crash as failed (run once before starting workers)."""
-    click.echo(f"Marked {recover_interrupted()} interrupted run(s) as failed.")
+    """Mark runs no server runs any more as interrupted (run once before starting workers)."""
+    click.echo(f"Marked {recover_interrupted()} unfinished run(s) as interrupted.")
 
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True)
+@click.option("--workers", default=1, show_default=True, help="Worker processes (each with SERVER_THREADS threads).")
+@click.option("--jobs/--no-jobs", default=True, show_default=True,
+              help="Run the background-job consumer in one worker (--no-jobs when `flask jobs worker` runs them).")
 @with_appcontext
-def serve_command(host: str, port: int) -> None:
-    """Serve Skilldesk with a background-job consumer in threads beside the web server."""
+def serve_command(host: str, port: int, workers: int, jobs: bool) -> None:
+    """Serve Skilldesk with gunicorn's threaded workers; Ctrl+C interrupts the runs in flight and stops."""
     app = current_app._get_current_object()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _log_to_stderr()
     count = recover_interrupted()
     if count:
-        click.echo(f"Marked {count} interrupted run(s) as failed.")
-    consumer = app.extensions["jobs"].consumer(workers=app.config["JOBS_WORKERS"])
-    consumer.start()
-    click.echo(f"Skilldesk is serving on http://{host}:{port}/ (Ctrl+C to stop)")
+        click.echo(f"Marked {count} unfinished run(s) as interrupted.")
+    click.echo(f"Skilldesk is serving on http://{host}:{port}/ with {workers} worker(s) of "
+               f"{app.config['SERVER_THREADS']} threads (Ctrl+C to stop)")
+    server.serve(app, host, port, workers=workers, jobs=jobs)
+
+
+jobs_group = AppGroup("jobs", help="Background jobs.")
+
+
+@jobs_group.command("worker")
+@click.option("--workers", default=None, type=int, help="Consumer threads (default JOBS_WORKERS).")
+@click.option("--periodic/--no-periodic", default=True, show_default=True,
+              help="Also enqueue the periodic tasks (schedules); keep it on in exactly one consumer.")
+@with_appcontext
+def jobs_worker_command(workers: int | None, periodic: bool) -> None:
+    """Run a job consumer in this process until Ctrl+C or SIGTERM (for REDIS_URL scale-out)."""
+    app = current_app._get_current_object()
+    _log_to_stderr()
+    if app.config["JOBS_IMMEDIATE"]:
+        raise click.UsageError("JOBS_IMMEDIATE is on: jobs run inline, there is nothing to consume")
+    queue = app.extensions["jobs"]
+    consumer = queue.huey.create_consumer(workers=workers or int(app.config["JOBS_WORKERS"]),
+                                          worker_type="thread", periodic=periodic)
+    click.echo(f"Consuming jobs from {type(queue.huey).__name__} with {consumer.workers} thread(s)")
     try:
-        run_simple(host, port, app, threaded=True, use_reloader=False, use_debugger=False)
+        consumer.run()  # huey handles SIGINT (graceful) and SIGTERM itself
     finally:
-        consumer.stop(graceful=False)
+        interrupt_here(app)  # runs started by jobs (triggers) end interrupted, not left running
+
+
+def _log_to_stderr() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def init_app(app: Flask) -> None:
-    for command in (create_user_command, recover_runs_command, serve_command):
+    for command in (create_user_command, recover_runs_command, serve_command, jobs_group):
         app.cli.add_command(command)

@@ -63,23 +63,32 @@ def compact_stored_context(conversation: Conversation, trigger: str, instruction
             log.info("compaction of conversation %s dropped: the context changed meanwhile", conversation.id)
             return result
         record_outcome(conversation.id, config, result, trigger)
+    elif result.failed:  # said, never hidden: the context stays as it was
+        record_outcome(conversation.id, config, result, trigger)
     db.session.commit()
-    log.info("conversation %s compaction (%s): changed=%s tokens %s -> %s", conversation.id, trigger,
-             result.changed, result.tokens_before, result.tokens_after)
+    log.info("conversation %s compaction (%s): changed=%s failed=%s tokens %s -> %s", conversation.id, trigger,
+             result.changed, result.failed, result.tokens_before, result.tokens_after)
     return result
 
 
-def record_outcome(conversation_id: int, config: Config, result: CompactionResult, trigger: str) -> None:
-    """Add the notice and the record a compaction asks for to the session; the caller commits."""
+def record_outcome(conversation_id: int, config: Config, result: CompactionResult, trigger: str,
+                   run_id: str | None = None) -> Message | None:
+    """Add the notice and the record a compaction asks for to the session; the caller commits.
+
+    Returns the notice (None when the skill shows none); `run_id` is the run that compacted, if any.
+    """
+    notice = None
     if config.show_notice:
-        db.session.add(Message(conversation_id=conversation_id, role="notice", content=result.notice(),
-                               meta={"compaction": trigger}))
+        notice = Message(conversation_id=conversation_id, role="notice", content=result.notice(),
+                         meta={"compaction": trigger}, run_id=run_id)
+        db.session.add(notice)
     if config.keep_record and (result.summarized or result.error):
         removed = ModelMessagesTypeAdapter.dump_json(result.removed).decode() if result.removed else None
         db.session.add(CompactionRecord(
             conversation_id=conversation_id, trigger=trigger, tokens_before=result.tokens_before,
             tokens_after=result.tokens_after, cleared_count=result.cleared_count, summary=result.summary,
             removed=removed, error=result.error))
+    return notice
 
 
 @jobs.task()

@@ -14,6 +14,7 @@ DEFAULTS: dict[str, object] = {
     "SESSION_COOKIE_SAMESITE": "Lax",
     "REMEMBER_COOKIE_HTTPONLY": True,
     "WTF_CSRF_TIME_LIMIT": None,
+    "PROXY_FIX_HOPS": 0,
     "MAX_CONTENT_LENGTH": 16 * 1024 * 1024,
     # Serving: one process's capacity. A live stream holds a request thread (never a database
     # connection while it waits), so the threads bound the streams; see pool_options().
@@ -32,6 +33,8 @@ DEFAULTS: dict[str, object] = {
     "OUTBOUND_ALLOWED_HOSTS": "",
     "OUTBOUND_TIMEOUT_SECONDS": 15,
     "OUTBOUND_MAX_BYTES": 2_000_000,
+    # How run events and Stop reach other processes: auto, postgresql, redis or process
+    "LIVE_EVENTS": "auto",
     # Background jobs
     "JOBS_IMMEDIATE": False,
     "JOBS_WORKERS": 2,

@@ -72,9 +72,17 @@ class TranscriptPage:
     earlier: int | None
 
 
-def transcript_page(conversation: Conversation, before: int | None = None, size: int = 100) -> TranscriptPage:
-    """Return the latest `size` messages before the message `before` (or the very latest ones)."""
+def transcript_page(conversation: Conversation, before: int | None = None, size: int = 100,
+                    streaming_run: str | None = None) -> TranscriptPage:
+    """Return the latest `size` messages before the message `before` (or the very latest ones).
+
+    The notices of `streaming_run`, a run still under way, are left out: its stream replays them with
+    the rest of what the run did so far, so a page loaded during the run shows each once.
+    """
     query = db.select(Message).where(Message.conversation_id == conversation.id)
+    if streaming_run is not None:
+        query = query.where(or_(Message.run_id.is_(None), Message.run_id != streaming_run,
+                                Message.role != "notice"))
     if before is not None:
         query = query.where(Message.id < before)
     rows = list(db.session.scalars(query.order_by(Message.id.desc()).limit(size + 1)))
@@ -89,20 +97,32 @@ def transcript(conversation: Conversation) -> list[Message]:
 
 
 def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
-    """Render the transcript as a Markdown document."""
-    lines = [f"# {conversation.display_title}", ""]
+    """Render the transcript as a Markdown document.
+
+    Each part of a message (heading, tool steps, status, text) is a block of its own, separated by a
+    blank line, so no part runs into the one before it (an answer is never a continuation of the last
+    step's bullet); a step stays on one line whatever its result holds.
+    """
+    blocks = [f"# {conversation.display_title}"]
     names = {"user": "You", "assistant": conversation.agent.name if conversation.agent else "Assistant",
              "notice": "Note"}
     for message in messages:
-        lines.append(f"## {names.get(message.role, message.role)} — {message.created_at:%Y-%m-%d %H:%M} UTC")
-        for step in message.steps or []:
-            result = (step.get("result") or "")[:500]
-            lines.append(f"- tool `{step.get('name')}` {step.get('args')} → {result}")
+        blocks.append(f"## {names.get(message.role, message.role)} — {message.created_at:%Y-%m-%d %H:%M} UTC")
+        if message.steps:
+            blocks.append("\n".join(
+                f"- tool `{step.get('name')}` {_one_line(step.get('args'))} → "
+                f"{_one_line((step.get('result') or '')[:500])}{' (failed)' if step.get('failed') else ''}"
+                for step in message.steps))
         status = (message.meta or {}).get("status")
         if status and status != "succeeded":
-            lines.append(f"_({status}: {(message.meta or {}).get('error') or ''})_")
-        lines.extend([message.content, ""])
-    return "\n".join(lines)
+            blocks.append(f"_({status}: {(message.meta or {}).get('error') or ''})_")
+        if message.content.strip():
+            blocks.append(message.content.strip("\n"))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text or "").split())
 
 
 def export_json(conversation: Conversation, messages: list[Message]) -> str:

@@ -8,7 +8,9 @@ from flask import Flask, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from app.security import wants_json
+from app.api.errors import error_response
+from app.extensions import db
+from app.security import is_api_request, wants_json
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +52,13 @@ def _unexpected(error: Exception):
 
 
 def render_error(code: int, message: str | None = None):
-    """Answer an error in the shape the client asked for."""
+    """Answer an error in the shape the client asked for, after rolling back what the request began."""
+    # A failed statement leaves the transaction unusable (PendingRollbackError on PostgreSQL), and the
+    # page reads the database (the signed-in user, the navigation); nothing of a failed request is kept.
+    db.session.rollback()
     message = message or MESSAGES.get(code) or InternalServerError.description
+    if is_api_request():
+        return error_response(code, message)
     if wants_json():
         return jsonify(error=_slug(code), message=message), code
     if request.headers.get("HX-Request"):

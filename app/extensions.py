@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from flask import has_request_context, request
 from flask_htmx import HTMX
 from flask_login import LoginManager
 from flask_migrate import Migrate
@@ -25,7 +26,22 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
-db = SQLAlchemy(model_class=Base)
+class Database(SQLAlchemy):
+    def paginate(self, select, *, page: int | None = None, per_page: int | None = None, **kwargs):
+        """Flask-SQLAlchemy's paginate, reading `?page=` and `?per_page=` like every integer we read.
+
+        Its own parser uses a bare int(), so a huge page overflowed the OFFSET (a 500); read through
+        the request's bounded `type=int`, a number out of range falls back to the default.
+        """
+        if has_request_context():
+            if page is None:
+                page = request.args.get("page", 1, type=int)
+            if per_page is None:
+                per_page = request.args.get("per_page", 20, type=int)
+        return super().paginate(select, page=page, per_page=per_page, **kwargs)
+
+
+db = Database(model_class=Base)
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()

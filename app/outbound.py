@@ -1,24 +1,29 @@
-"""The one guarded outbound HTTP client: every tool that reaches the network goes through fetch().
+"""The one guarded outbound HTTP client: every connection a tool or skill makes goes through it.
 
+Tools fetch with fetch(); libraries that bring their own HTTP calls (the MCP client, the OpenAI SDK for
+OpenAI-compatible servers, the embeddings endpoint) get guarded_async_client() / guarded_client(),
+httpx2 clients whose transport connects only to an address it resolved and checked itself.
 Policy refusals raise OutboundRefused; network failures (DNS, connect, timeout, too many redirects)
-raise httpx.HTTPError subclasses. Nothing is turned into friendly text here: the tool decides.
+raise httpx.HTTPError subclasses (httpx2's in the clients). Nothing is turned into friendly text here:
+the tool decides.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
-import re
 import socket
 import ssl
 from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
+import anyio
+import httpcore2
 import httpx
+import httpx2
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -196,25 +201,33 @@ def _parse(url: str) -> httpx.URL:
     return parsed
 
 
-async def _checked_addresses(url: httpx.URL, policy: OutboundPolicy) -> list[IPAddress]:
-    """Resolve the host ourselves and refuse if ANY address is off limits, so no record sneaks through."""
-    host = url.raw_host.decode("ascii")
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        # getaddrinfo also normalises numeric forms (0x7f000001, 2130706433, 017700000001, 127.1).
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from exc
-    addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
+def checked_addresses(host: str, port: int, policy: OutboundPolicy, target: str) -> list[IPAddress]:
+    """Resolve a host once and refuse if ANY address is off limits, so no record sneaks through.
+
+    Raises OutboundRefused, or socket.gaierror when the name does not resolve. Connect only to what
+    this returns: a second lookup could answer differently (DNS rebinding).
+    """
+    # getaddrinfo also normalises numeric forms (0x7f000001, 2130706433, 017700000001, 127.1).
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
     for ip in addresses:
         reason = refusal_reason(ip)
         if reason and not policy.allows(host, ip):
             subject = host if _is_ip_literal(host) else f"{host} resolves to {ip}, which"
             raise OutboundRefused(
-                f"refused {url}: {subject} is off limits to tools ({reason}); "
+                f"refused {target}: {subject} is off limits to tools ({reason}); "
                 "an admin can allow it in OUTBOUND_ALLOWED_HOSTS"
             )
     return addresses
+
+
+async def _checked_addresses(url: httpx.URL, policy: OutboundPolicy) -> list[IPAddress]:
+    host = url.raw_host.decode("ascii")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        return await asyncio.to_thread(checked_addresses, host, port, policy, str(url))
+    except (socket.gaierror, UnicodeError) as exc:
+        raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from exc
 
 
 async def _send(method: str, url: httpx.URL, headers: httpx.Headers, content: Any, json: Any,
@@ -281,87 +294,102 @@ async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes,
     return b"".join(chunks)[:max_bytes], size > max_bytes
 
 
-_SKIP_TAGS = frozenset({"script", "style", "nav", "noscript", "template", "svg", "iframe"})
-# Newlines a block owes around it: 2 is a paragraph break, 1 a line break.
-_BLOCK_TAGS = dict.fromkeys(
-    "p blockquote pre table ul ol dl figure section article header footer main aside form hr title".split(), 2
-) | dict.fromkeys("div li tr dt dd br figcaption address fieldset".split(), 1)
-_HEADINGS = {f"h{level}": "#" * level for level in range(1, 7)}
+# --- Pinned clients for libraries that bring their own HTTP calls (MCP, SDKs, embeddings) ----------
+# httpcore asks its network backend for a TCP connection to (host name, port); ours resolves the name
+# once, checks every address, and connects to a checked IP. TLS still runs over that socket with the
+# name (SNI and certificate check), pooled connections are keyed by the name, and every redirect or
+# reconnect opens its connection through the same check. Nothing downstream resolves the name again.
 
 
-class _TextExtractor(HTMLParser):
-    """Collect readable text: blocks become line breaks, headings get '#', links keep their URL."""
-
-    def __init__(self, base_url: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.base_url = base_url
-        self.parts: list[str] = []
-        self.skipping = self.preformatted = 0
-        self.breaks = 0  # newlines owed before the next text, so empty blocks add nothing
-        self.links: list[tuple[str | None, int]] = []
-
-    def _emit(self, text: str) -> None:
-        if not self.preformatted and (self.breaks or not self.parts or self.parts[-1].endswith((" ", "\n"))):
-            text = text.lstrip(" ")
-        if not text:
-            return  # whitespace between blocks must not spend the breaks the next block owes
-        if self.breaks and self.parts:
-            self.parts[-1] = self.parts[-1].rstrip(" ")
-            self.parts.append("\n" * self.breaks)
-        self.breaks = 0
-        self.parts.append(text)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _SKIP_TAGS or self.skipping:
-            self.skipping += tag in _SKIP_TAGS
-            return
-        if tag in _HEADINGS:
-            self.breaks = 2
-            self._emit(_HEADINGS[tag] + " ")
-        elif tag == "li":
-            self.breaks = max(self.breaks, 1)
-            self._emit("- ")
-        elif tag in ("td", "th") and self.parts and not self.breaks:
-            self._emit(" | ")
-        elif tag in _BLOCK_TAGS:
-            self.breaks = max(self.breaks, _BLOCK_TAGS[tag])
-        if tag == "pre":
-            self.preformatted += 1
-        elif tag == "a":
-            self.links.append((self._link_target(dict(attrs).get("href")), len(self.parts)))
-
-    def handle_endtag(self, tag: str) -> None:
-        if self.skipping:
-            self.skipping -= tag in _SKIP_TAGS
-            return
-        if tag == "pre":
-            self.preformatted = max(self.preformatted - 1, 0)
-        elif tag == "a" and self.links:
-            href, start = self.links.pop()
-            label = "".join(self.parts[start:]).strip()
-            if href and label and label != href:
-                self.parts.append(f" ({href})")
-        if tag in _HEADINGS or tag in _BLOCK_TAGS:
-            self.breaks = max(self.breaks, 2 if tag in _HEADINGS else _BLOCK_TAGS[tag])
-
-    def handle_data(self, data: str) -> None:
-        if not self.skipping:
-            self._emit(data if self.preformatted else re.sub(r"\s+", " ", data))
-
-    def _link_target(self, href: str | None) -> str | None:
-        if not href or href.strip().startswith("#"):
-            return None
-        target = urljoin(self.base_url, href.strip()) if self.base_url else href.strip()
-        # Script and data URLs are noise to a reader, and an injection vector to a model.
-        return None if urlsplit(target).scheme in ("javascript", "data", "vbscript") else target
+POOL_LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=20)  # httpx2's defaults
 
 
-def html_to_text(html: str, limit: int, *, base_url: str = "") -> str:
-    """Reduce HTML to readable text of at most limit characters, ending in '…' when cut."""
-    parser = _TextExtractor(base_url)
-    parser.feed(html)
-    parser.close()
-    text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", "".join(parser.parts))).strip()
-    if len(text) > limit:
-        text = text[: limit - 1].rstrip() + "…" if limit > 0 else ""
-    return text
+class _PinnedBackend(httpcore2.AsyncNetworkBackend):
+    def __init__(self, policy: OutboundPolicy) -> None:
+        self.policy, self._network = policy, httpcore2.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None, socket_options: Any = None,
+                          ) -> httpcore2.AsyncNetworkStream:
+        try:
+            addresses = await anyio.to_thread.run_sync(checked_addresses, host, port, self.policy,
+                                                       f"a connection to {host}:{port}")
+        except (socket.gaierror, UnicodeError) as exc:
+            raise httpcore2.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        error: Exception = httpcore2.ConnectError(f"{host} resolved to no address")
+        for ip in addresses:  # every one passed the check; try them in resolver order
+            try:
+                return await self._network.connect_tcp(str(ip), port, timeout=timeout,
+                                                       local_address=local_address, socket_options=socket_options)
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                error = exc
+        raise error
+
+    async def sleep(self, seconds: float) -> None:
+        await self._network.sleep(seconds)
+
+
+class _PinnedSyncBackend(httpcore2.NetworkBackend):
+    def __init__(self, policy: OutboundPolicy) -> None:
+        self.policy, self._network = policy, httpcore2.SyncBackend()
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore2.NetworkStream:
+        try:
+            addresses = checked_addresses(host, port, self.policy, f"a connection to {host}:{port}")
+        except (socket.gaierror, UnicodeError) as exc:
+            raise httpcore2.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        error: Exception = httpcore2.ConnectError(f"{host} resolved to no address")
+        for ip in addresses:
+            try:
+                return self._network.connect_tcp(str(ip), port, timeout=timeout, local_address=local_address,
+                                                 socket_options=socket_options)
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                error = exc
+        raise error
+
+
+def _pool_options(verify: ssl.SSLContext | bool, limits: httpx2.Limits | None) -> dict[str, Any]:
+    limits = limits or POOL_LIMITS
+    # One TLS context per process: creating one is the costliest part of a new client.
+    context = verify if isinstance(verify, ssl.SSLContext) else _default_tls() if verify \
+        else httpx2.create_ssl_context(verify=False)
+    return {"ssl_context": context, "max_connections": limits.max_connections,
+            "max_keepalive_connections": limits.max_keepalive_connections,
+            "keepalive_expiry": limits.keepalive_expiry}
+
+
+@functools.cache
+def _default_tls() -> ssl.SSLContext:
+    return httpx2.create_ssl_context(trust_env=False)
+
+
+class PinnedAsyncTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's transport, connecting only to addresses the policy allows, resolved once per connection."""
+
+    def __init__(self, policy: OutboundPolicy, verify: ssl.SSLContext | bool = True,
+                 limits: httpx2.Limits | None = None) -> None:
+        # The parent's request mapping reads self._pool; only the pool's network backend differs.
+        self._pool = httpcore2.AsyncConnectionPool(network_backend=_PinnedBackend(policy),
+                                                   **_pool_options(verify, limits))
+
+
+class PinnedTransport(httpx2.HTTPTransport):
+    """The blocking twin of PinnedAsyncTransport, for sync clients."""
+
+    def __init__(self, policy: OutboundPolicy, verify: ssl.SSLContext | bool = True,
+                 limits: httpx2.Limits | None = None) -> None:
+        self._pool = httpcore2.ConnectionPool(network_backend=_PinnedSyncBackend(policy),
+                                              **_pool_options(verify, limits))
+
+
+def guarded_async_client(policy: OutboundPolicy, *, verify: ssl.SSLContext | bool = True,
+                         **options: Any) -> httpx2.AsyncClient:
+    """Return an httpx2.AsyncClient whose every connection goes through the guard (no proxy from the env)."""
+    return httpx2.AsyncClient(transport=PinnedAsyncTransport(policy, verify), trust_env=False, **options)
+
+
+def guarded_client(policy: OutboundPolicy, *, verify: ssl.SSLContext | bool = True,
+                   **options: Any) -> httpx2.Client:
+    """Return an httpx2.Client whose every connection goes through the guard (no proxy from the env)."""
+    return httpx2.Client(transport=PinnedTransport(policy, verify), trust_env=False, **options)

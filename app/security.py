@@ -8,7 +8,9 @@ from typing import Any
 
 from flask import Flask, abort, current_app, g, jsonify, redirect, request, url_for
 from flask_login import current_user
+from werkzeug.middleware.proxy_fix import ProxyFix
 
+from app import sessions
 from app.extensions import db, login_manager
 from app.models import User
 
@@ -47,22 +49,29 @@ member_required = roles_required("admin", "user")
 
 
 @login_manager.user_loader
-def load_user(user_id: str) -> User | None:
-    # Loaded on every request, so a changed role or a deactivated account applies at once.
-    user = db.session.get(User, int(user_id))
-    return user if user is not None and user.active else None
+def load_user(token: str) -> User | None:
+    # Loaded on every request by its session's token, so a sign-out, a new password, a changed role
+    # or a deactivated account applies at once.
+    return sessions.load_user(token)
 
 
 @login_manager.unauthorized_handler
 def unauthorized() -> Any:
+    if is_api_request():
+        return jsonify(code="UNAUTHORIZED", message="Sign in first, or send a personal API token."), 401
     if wants_json():
         return jsonify(error="unauthorized", message="Sign in first."), 401
     return redirect(url_for("auth.login", next=request.full_path if request.method == "GET" else None))
 
 
+def is_api_request() -> bool:
+    """Tell whether the request is for the JSON API, which answers JSON whatever the Accept header."""
+    return request.path == "/api" or request.path.startswith("/api/")
+
+
 def wants_json() -> bool:
     """Tell whether the client asked for JSON rather than a page."""
-    return request.blueprint == "api" or (
+    return is_api_request() or request.blueprint == "hooks" or (  # webhooks answer JSON, whatever they accept
         request.accept_mimetypes.best == "application/json" and not request.headers.get("HX-Request")
     )
 
@@ -70,6 +79,10 @@ def wants_json() -> bool:
 def init_app(app: Flask) -> None:
     login_manager.login_view = "auth.login"
     login_manager.session_protection = "strong"
+    login_manager._session_identifier_generator = sessions.session_identifier  # no X-Forwarded-For
+    hops = int(app.config["PROXY_FIX_HOPS"] or 0)
+    if hops:  # behind that many trusted proxies: take the client's address and scheme from them
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     app.before_request(_require_sign_in)
     app.after_request(_security_headers)
 
@@ -79,7 +92,7 @@ def _require_sign_in() -> Any:
     if view is None or request.endpoint == "static" or getattr(view, PUBLIC_ATTR, False):
         return None
     if not current_user.is_authenticated:
-        if _no_users_yet():
+        if _no_users_yet() and not is_api_request():
             return redirect(url_for("auth.setup"))
         return unauthorized()
     return None

@@ -5,8 +5,9 @@ from __future__ import annotations
 from flask import render_template
 from markupsafe import escape
 
+from app.agents.events import HEADER, NOTICE
 from app.extensions import db
-from app.models import Conversation, Message, RunEvent
+from app.models import Conversation, Message, Run, RunEvent
 
 
 def sse(event_id: int, event: str, data: str) -> str:
@@ -34,6 +35,10 @@ def encode_html(event: RunEvent, run_id: str) -> str:
         message, conversation = row
         return render_template("chat/_message.html", message=message, conversation=conversation, ended=True,
                                title_pending=data.get("title_pending", True))
-    if event.type == "notice":
-        return f'<p class="notice">{escape(data.get("text", ""))}</p>'
+    if event.type == NOTICE:
+        notice = db.session.get(Message, data.get("message_id") or 0)
+        return render_template("chat/_live_notice.html", message=notice, run_id=run_id) if notice else ""
+    if event.type == HEADER:
+        run = db.session.get(Run, run_id)
+        return render_template("chat/_live_header.html", conversation=run.conversation) if run else ""
     return f"<span hidden>{escape(event.type)}</span>"

@@ -28,7 +28,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from app.agents import offline
 from app.agents.builder import ToolErrorsAsResults
-from app.agents.compaction import Summarizer, estimate_tokens
+from app.agents.compaction import Summarizer
+from app.agents.context_size import estimate_tokens
 from app.agents.providers import OFFLINE_SPEC
 from app.skills.compaction import Compaction, Config, compact_conversation_context
 

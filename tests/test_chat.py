@@ -10,6 +10,9 @@ import time
 from datetime import timedelta
 
 import pytest
+from markdown_it import MarkdownIt
+from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.models.function import DeltaToolCall
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
 
@@ -206,8 +209,6 @@ def test_a_run_that_ended_without_an_end_event_closes_its_stream(app, client, au
 
 
 def test_the_stream_follows_a_live_run_and_shows_tool_steps(app, client, auth, scripted_model):
-    from pydantic_ai.messages import ToolReturnPart
-    from pydantic_ai.models.function import DeltaToolCall
 
     gate = threading.Event()
 
@@ -268,12 +269,14 @@ def test_the_sidebar_is_newest_first_and_paged_with_an_infinite_scroll_marker(ap
     make_conversations(app, user_id, 10)
     page = client.get("/chat/").text
     assert sidebar_titles(page) == ["Chat 9", "Chat 8", "Chat 7", "Chat 6"]
-    assert 'hx-get="/chat/sidebar?page=2&amp;q="' in page and 'hx-trigger="revealed"' in page
+    assert 'hx-get="/chat/sidebar?page=2&amp;q="' in page and 'hx-trigger="intersect once, click"' in page
+    assert 'href="/chat/?page=2"' in page  # the same page without JavaScript
+    assert sidebar_titles(client.get("/chat/?page=2").text) == ["Chat 5", "Chat 4", "Chat 3", "Chat 2"]
     second = client.get("/chat/sidebar?page=2", headers=HX).text
     assert sidebar_titles(second) == ["Chat 5", "Chat 4", "Chat 3", "Chat 2"]
     last = client.get("/chat/sidebar?page=3", headers=HX).text
     assert sidebar_titles(last) == ["Chat 1", "Chat 0"]
-    assert 'hx-trigger="revealed"' not in last
+    assert "Older chats" not in last
     assert sidebar_titles(client.get("/chat/sidebar?page=9").text) == []
 
 
@@ -498,3 +501,21 @@ def test_the_run_message_endpoint_renders_the_answer(app, client, auth, scripted
     _run, message = outcome(app, run_id)
     response = client.get(f"/runs/{run_id}/message", headers=HX)
     assert response.status_code == 200 and f'id="message-{message.id}"' in response.text
+
+
+def test_export_markdown_keeps_the_answer_apart_from_the_tool_steps(app, client, auth, scripted_model):
+    async def model(messages, info):
+        if not any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            yield {0: DeltaToolCall(name="current_time", json_args='{"timezone": "Europe/Rome"}', tool_call_id="t1")}
+            return
+        yield "It is **late**.\nGo to bed."
+
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, model),
+                                 skills=[{"name": "clock", "config": {}}])
+    send(app, client, conversation_id, "What time is it in Rome?")
+    exported = client.get(f"/chat/{conversation_id}/export.md").text
+    html = MarkdownIt("commonmark").render(exported)
+    # The step is a list of its own and the answer a paragraph after it, not a continuation of the bullet.
+    assert re.search(r"<ul>\n<li>tool <code>current_time</code> [^<]*Europe/Rome[^<]*</li>\n</ul>\n"
+                     r"<p>It is <strong>late</strong>.\nGo to bed.</p>", html), exported

@@ -22,18 +22,17 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from app.agents.compaction import (
-    FILE_TOKENS,
     SUMMARY_HEADER,
     Summarizer,
     clear_tool_results,
     compact,
-    estimate_tokens,
     is_cleared,
     is_summary_part,
     summaries,
     summarize_middle,
     summary_request_text,
 )
+from app.agents.context_size import FILE_TOKENS, estimate_tokens
 from app.agents.offline import SUMMARY_MARKER, make_offline_model
 from app.agents.providers import OFFLINE_SPEC
 from app.skills.compaction import Config, compact_conversation_context
@@ -250,7 +249,7 @@ def test_a_failing_summarizer_keeps_the_clearing_and_does_not_raise():
     assert result.cleared_count > 0 and not result.summarized
     assert len(result.messages) == len(history)
     assert result.tokens_after < result.tokens_before
-    assert "could not be written" in result.notice()
+    assert "summary could not be used" in result.notice()
 
 
 def test_how_to_shorten_clear_never_summarizes():
@@ -321,3 +320,49 @@ def test_parallel_calls_stay_with_their_results_and_the_context_round_trips():
         assert pairs_intact(result.messages), keep
     stored = ModelMessagesTypeAdapter.dump_json(result.messages)
     assert ModelMessagesTypeAdapter.validate_json(stored) == result.messages
+
+
+# --- A compaction must make the context smaller -------------------------------------------------------
+
+WORDY = "## Objective\n- " + "an overlong summary that says far more than the messages it replaces " * 400
+
+
+def chatter(turns: int) -> list[ModelMessage]:
+    """A history of short prompts and answers, nothing to clear: only a summary could shorten it."""
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("Plan the March release.")])]
+    for turn in range(turns):
+        if turn:
+            messages.append(ModelRequest(parts=[UserPromptPart(f"And step {turn}?")]))
+        messages.append(ModelResponse(parts=[TextPart(f"Step {turn} is planned.")]))
+    return messages
+
+
+def test_a_summary_that_grows_the_context_is_a_failure_and_changes_nothing():
+    history = chatter(30)
+    result = asyncio.run(compact(history, config(keep_recent_messages=50), recording_summarizer([], WORDY),
+                                 target=10, force_summary=True))
+
+    assert not result.changed and result.failed
+    assert result.messages == history
+    assert result.tokens_after == result.tokens_before == estimate_tokens(history)
+    assert "not shorter" in result.error
+    assert "shortened" not in result.notice() and "could not be made shorter" in result.notice()
+
+
+def test_a_summary_that_grows_keeps_the_clearing_that_shrank():
+    history = session(4)
+    result = asyncio.run(compact(history, config(keep_recent_messages=200), recording_summarizer([], WORDY * 3),
+                                 target=10, force_summary=True))
+
+    assert result.changed and result.cleared_count and not result.summarized and not result.failed
+    assert result.tokens_after < result.tokens_before
+    assert not summaries(result.messages)
+    assert "not shorter" in result.error and "only old tool results were cleared" in result.notice()
+
+
+def test_the_job_entry_point_reports_a_growing_summary_as_a_failure():
+    history = chatter(30)
+    result = asyncio.run(compact_conversation_context(
+        history, config(keep_recent_messages=50), OFFLINE_SPEC, force=True,
+        summarizer=recording_summarizer([], WORDY)))
+    assert result.failed and result.messages == history

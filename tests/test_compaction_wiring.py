@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from app.agents import runtime
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import ModelResponse, TextPart
+
+from app.agents import offline, runtime
 from app.agents.compaction import SUMMARY_HEADER
 from app.extensions import db
 from app.models import CompactionRecord, Conversation, Message, Run
@@ -18,10 +21,10 @@ def settings(**overrides) -> dict:
     return {**base, **overrides}
 
 
-def start_chat(app, client, auth, config: dict) -> int:
+def start_chat(app, client, auth, config: dict, model_config_id: int | None = None) -> int:
     auth.login_as("user")
     with app.app_context():
-        agent = make_agent(skills=[{"name": "compaction", "config": config}])
+        agent = make_agent(skills=[{"name": "compaction", "config": config}], model_config_id=model_config_id)
         agent_id = agent.id
     location = client.post("/chat/", data={"agent_id": agent_id}).headers["Location"]
     return int(location.rsplit("/", 1)[1])
@@ -104,3 +107,86 @@ def test_records_are_for_admins_only(app, client, auth):
     auth.logout()
     auth.login_as("admin")
     assert client.get(f"/admin/conversations/{conversation_id}/compactions").status_code == 200
+
+
+# --- A compaction that does not make the context smaller fails, on every path -------------------------
+
+WORDY = "## Objective\n- " + "a summary that says much more than the messages it replaces " * 300
+OVERFLOW = {"error": {"code": 400, "type": "exceed_context_size_error",
+                      "message": "the request exceeds the available context size"}}
+
+
+class GrowingSummaries:
+    """A scripted model whose summaries are longer than what they replace; chat turns overflow on demand."""
+
+    def __init__(self, scripted_model) -> None:
+        self.overflow = False
+        self.config_id = scripted_model(function=self.respond, stream_function=self.stream)
+
+    def respond(self, messages, info):
+        if info.instructions and offline.SUMMARY_MARKER in info.instructions:
+            return ModelResponse(parts=[TextPart(WORDY)])
+        return offline.respond(messages, info)  # titles
+
+    async def stream(self, messages, info):
+        if self.overflow:
+            raise ModelHTTPError(400, "local-model", OVERFLOW)
+        yield "Noted."
+
+
+def notices_and_context(app, conversation_id: int) -> tuple[list[str], str]:
+    with app.app_context():
+        notices = db.session.scalars(db.select(Message.content).where(
+            Message.conversation_id == conversation_id, Message.role == "notice")).all()
+        return notices, db.session.get(Conversation, conversation_id).model_context
+
+
+def test_an_overflow_that_compaction_cannot_shorten_fails_the_run_with_the_providers_words(
+        app, client, auth, scripted_model):
+    model = GrowingSummaries(scripted_model)
+    conversation_id = start_chat(app, client, auth, settings(), model.config_id)
+    for n in range(1, 4):
+        say(app, client, conversation_id, LONG.format(n=n))
+    model.overflow = True
+
+    say(app, client, conversation_id, "And the next one?")
+
+    with app.app_context():
+        run = db.session.scalar(db.select(Run).where(Run.conversation_id == conversation_id)
+                                .order_by(Run.created_at.desc()).limit(1))
+        status, error = run.status, run.error
+    assert status == "failed"
+    assert error.startswith("The provider answered 400: the request exceeds the available context size")
+    assert "The conversation could not be made shorter: the summary was not shorter" in error
+    notices, context = notices_and_context(app, conversation_id)
+    assert notices and not any("shortened" in notice for notice in notices)
+    assert SUMMARY_HEADER not in context and context.count("And the next one?") == 1
+
+
+def test_slash_compact_that_cannot_shorten_says_so_and_keeps_the_context(app, client, auth, scripted_model):
+    model = GrowingSummaries(scripted_model)
+    conversation_id = start_chat(app, client, auth, settings(), model.config_id)
+    for n in range(1, 4):
+        say(app, client, conversation_id, LONG.format(n=n))
+    _, before = notices_and_context(app, conversation_id)
+
+    response = say(app, client, conversation_id, "/compact")
+
+    assert response.status_code == 200
+    assert "could not be made shorter" in response.text and "shortened" not in response.text
+    notices, context = notices_and_context(app, conversation_id)
+    assert context == before
+    with app.app_context():
+        record = db.session.scalar(db.select(CompactionRecord))
+        assert record.trigger == "command" and "not shorter" in record.error
+
+
+def test_threshold_compaction_that_cannot_shorten_leaves_the_context(app, client, auth, scripted_model):
+    model = GrowingSummaries(scripted_model)
+    conversation_id = start_chat(app, client, auth, settings(compact_above=1_000, keep_recent_messages=200,
+                                                             keep_recent_tool_results=100), model.config_id)
+    for n in range(1, 9):
+        say(app, client, conversation_id, LONG.format(n=n))
+    notices, context = notices_and_context(app, conversation_id)
+    assert SUMMARY_HEADER not in context
+    assert notices and all("could not be made shorter" in notice for notice in notices)

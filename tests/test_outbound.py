@@ -17,7 +17,16 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from app.outbound import OutboundPolicy, OutboundRefused, fetch, fetch_sync, html_to_text, policy_from_config
+from app.html_text import html_to_text
+from app.outbound import (
+    OutboundPolicy,
+    OutboundRefused,
+    fetch,
+    fetch_sync,
+    guarded_async_client,
+    guarded_client,
+    policy_from_config,
+)
 from tests.local_http import QuietHandler, serving
 
 STRICT = OutboundPolicy(timeout=2)
@@ -369,3 +378,61 @@ def test_html_to_text_limit() -> None:
     assert text.endswith("…")
     assert html_to_text("<p>short</p>", 50) == "short"
     assert html_to_text("<p>short</p>", 0) == ""
+
+
+# --- Pinned clients for libraries (MCP, SDKs, embeddings) ---------------------------------------------
+
+
+def test_guarded_clients_refuse_what_fetch_refuses(server: str) -> None:
+    with guarded_client(STRICT) as client, pytest.raises(OutboundRefused, match=r"127\.0\.0\.1 is off limits"):
+        client.get(f"{server}/hello")
+
+    async def refused() -> None:
+        async with guarded_async_client(STRICT) as client:
+            await client.get(f"{server}/hello")
+
+    with pytest.raises(OutboundRefused, match=r"loopback address"):
+        asyncio.run(refused())
+
+
+def test_guarded_clients_reach_an_allowed_name_at_the_checked_address_with_its_host_header(server: str) -> None:
+    port = server.rsplit(":", 1)[1]
+    policy = OutboundPolicy(allowed_hosts=frozenset({"localhost"}), timeout=2)
+    with guarded_client(policy) as client:
+        assert client.get(f"http://localhost:{port}/echo").text == f"GET host=localhost:{port} auth=None"
+
+    async def echo() -> str:
+        async with guarded_async_client(policy) as client:
+            return (await client.get(f"http://localhost:{port}/echo")).text
+
+    assert asyncio.run(echo()) == f"GET host=localhost:{port} auth=None"
+
+
+@pytest.mark.parametrize("target", ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/",
+                                    "http://[::1]:1/"])
+def test_guarded_clients_check_every_redirect(server: str, target: str) -> None:
+    with guarded_client(LOCAL, follow_redirects=True) as client:
+        assert client.get(f"{server}/redirect?/hello").text == "hello from the test server"
+        with pytest.raises(OutboundRefused, match="off limits"):
+            client.get(f"{server}/redirect?{target}")
+
+
+def test_guarded_clients_connect_to_the_address_they_checked_not_to_a_second_lookup(server: str,
+                                                                                    monkeypatch) -> None:
+    port = int(server.rsplit(":", 1)[1])
+    real_getaddrinfo = socket.getaddrinfo
+    answers: list[str] = []
+
+    def rebinding_dns(host, *args, **kwargs):
+        if (host.decode() if isinstance(host, bytes) else host) != "site.rebind.test":
+            return real_getaddrinfo(host, *args, **kwargs)
+        answers.append("127.0.0.1" if not answers else "10.0.0.1")
+        return real_getaddrinfo(answers[-1], *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding_dns)
+    with guarded_client(LOCAL, headers={"Connection": "close"}) as client:
+        assert client.get(f"http://site.rebind.test:{port}/hello").status_code == 200
+        # A new connection resolves again, and the new answer is checked before anything is sent.
+        with pytest.raises(OutboundRefused, match="site.rebind.test resolves to 10.0.0.1"):
+            client.get(f"http://site.rebind.test:{port}/hello")
+    assert answers == ["127.0.0.1", "10.0.0.1"]

@@ -79,6 +79,9 @@ ROUTES: dict[str, Access] = {
     "auth.login": Access(public=True),
     "auth.logout": Access(reach=(302,), changes=True),  # back to the sign-in page
     "auth.setup": Access(public=True, reach=(404,)),  # gone once a user exists
+    "account.show": Access(),
+    "account.update_password": Access(data={"current": "wrong"}),  # 422 beside the field
+    "account.sign_out_everywhere": Access(reach=(302,), changes=True),  # back to the sign-in page
     "admin.index": Access(ADMINS),
     "admin.create": Access(ADMINS),
     "admin.update": Access(ADMINS, args={"user_id": "@victim"}, data={"role": "user", "active": "y"}),
@@ -169,6 +172,13 @@ ROUTES: dict[str, Access] = {
     "triggers_admin.delete": Access(ADMINS, args={"trigger_id": "@trigger"}, changes=True),
     "triggers_admin.rotate_token": Access(ADMINS, args={"trigger_id": "@trigger"}, changes=True),
     "hooks.receive": Access(public=True, args={"token": "@hook_token"}),  # a form body: 415, no run
+    # The JSON API (anonymous requests get a 401 JSON answer, never a redirect)
+    "api.preferences_show": Access(),
+    "api.preferences_update": Access(),  # no body: 415
+    "api.preferences_delete": Access(),  # no namespace: 422
+    "api.capabilities": Access(MEMBERS),
+    "assistant_admin.show": Access(ADMINS),
+    "assistant_admin.update": Access(ADMINS, data={"enabled": "y"}),
 }
 
 # A cheap hash: this test signs in five people for each of ~90 routes.
@@ -337,6 +347,9 @@ def check_route(app, world: World, endpoint: str, access: Access) -> list[str]:
         if access.public and not access.anonymous:
             if not reached(response, access):
                 problems.append(f"{method} anonymous: expected to reach, got {response.status_code}")
+        elif endpoint.startswith("api."):
+            if response.status_code != 401 or (response.json or {}).get("code") != "UNAUTHORIZED":
+                problems.append(f"{method} anonymous API: expected 401 UNAUTHORIZED, got {response.status_code}")
         else:
             if not is_sign_in(response):
                 problems.append(f"{method} anonymous: expected to sign in first, got {response.status_code}")

@@ -172,7 +172,7 @@ def test_a_missing_agent_fails_the_run_honestly(app, client, auth, scripted_mode
     assert run.status == "failed" and "no longer exists" in run.error
 
 
-def test_a_run_left_running_by_a_crash_is_marked_failed(app, runner, auth, scripted_model):
+def test_a_run_left_running_by_a_crash_is_marked_interrupted(app, runner, auth, scripted_model):
     user_id = auth.create("user")
     with app.app_context():
         agent = make_agent()
@@ -185,9 +185,10 @@ def test_a_run_left_running_by_a_crash_is_marked_failed(app, runner, auth, scrip
         db.session.commit()
         run_id = run.id
     result = runner.invoke(args=["recover-runs"])
-    assert result.exit_code == 0 and "Marked 1 interrupted run(s) as failed." in result.output
+    assert result.exit_code == 0 and "Marked 1 unfinished run(s) as interrupted." in result.output
     run, message = outcome(app, run_id)
-    assert run.status == "failed" and message.meta["status"] == "failed"
+    assert run.status == "interrupted" and message.meta["status"] == "interrupted"
+    assert "The server stopped" in message.meta["error"]
 
 
 # --- Stop and the cap -----------------------------------------------------------------------------

@@ -8,11 +8,13 @@ import pytest
 from pydantic import ValidationError
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, UserPromptPart
+from pydantic_ai.models.function import DeltaToolCall
 
 from app.agents import runtime
 from app.agents.titles import GeneratedTitle, fallback_title, generate_title
 from app.extensions import db
 from app.models import Conversation, Message
+from tests.chat_driver import outcome, send, start_chat
 from tests.conftest import make_agent, make_user
 
 QUESTION = "How do I rotate the API keys of our staging cluster without downtime?"
@@ -88,6 +90,10 @@ def test_titles_that_pass(title):
     ("Rotating keys.", "do not end with punctuation"),
     ("Rotating keys?", "do not end with punctuation"),
     ("Rotating keys!", "do not end with punctuation"),
+    ("Rotating keys ---", "do not end with punctuation"),
+    ("Rotating keys —", "do not end with punctuation"),
+    ("1. Rotating keys", "do not use markdown"),
+    ("> Rotating keys", "do not use markdown"),
 ])
 def test_titles_that_fail_say_what_was_wrong(title, problem):
     with pytest.raises(ValidationError) as caught:
@@ -100,6 +106,10 @@ def test_titles_that_fail_say_what_was_wrong(title, problem):
     ("Short question?", "Short question"),
     ("  spaced\n\nout   words here ", "spaced out words here"),
     ("Supercalifragilisticexpialidocious-and-more-words-glued", "Supercalifragilisticexpialidocious-and-m"),
+    ("**Plan** the `release` of [v2](https://example.org)", "Plan the release of v2"),
+    ("# Deploy steps\n\n---\n\n- build\n- ship", "Deploy steps build ship"),
+    ("Keys ---", "Keys"),
+    ("---", "New chat"),
 ])
 def test_fallback_is_the_first_words_cut_at_a_word_boundary(question, expected):
     title = fallback_title(question)
@@ -276,7 +286,7 @@ def test_the_sidebar_polls_while_the_title_is_missing_then_gives_up(app, client,
     assert client.get(f"/chat/{conversation_id}/title?tries=8").text.strip() == ""
 
 
-def test_a_failed_first_turn_gets_no_title(app, client, auth, scripted_model):
+def test_a_failed_first_turn_is_titled_from_its_question_without_a_model(app, client, auth, scripted_model):
     async def broken(messages, info):
         raise ModelHTTPError(503, "m", body="down")
         yield ""  # pragma: no cover
@@ -284,5 +294,37 @@ def test_a_failed_first_turn_gets_no_title(app, client, auth, scripted_model):
     auth.login_as("user")
     script = TitleScript("Never asked")
     model = scripted_model(function=script, stream_function=broken)
-    conversation_id, _run = start_and_send(app, client, model, QUESTION)
-    assert title_of(app, conversation_id) is None and script.calls == []
+    conversation_id, run_id = start_and_send(app, client, model, QUESTION)
+    assert title_of(app, conversation_id) == "How do I rotate the API keys of our" and script.calls == []
+    end = client.get(f"/runs/{run_id}/events", headers={"HX-Request": "true"}).text
+    # The end of the stream brings the title, as after an answer.
+    assert 'id="chat-title" class="chat-title" hx-swap-oob="true"' in end and "How do I rotate" in end
+
+
+def test_a_first_turn_that_ends_on_a_card_is_titled_from_its_question(app, client, auth, scripted_model):
+    async def ask(messages, info):
+        yield {0: DeltaToolCall(name="ask_user_question", tool_call_id="ask-1",
+                                json_args='{"question": "Which cluster?", "options": ["staging", "prod"]}')}
+
+    auth.login_as("user")
+    script = TitleScript("Never asked")
+    with app.app_context():
+        agent_id = make_agent(skills=[{"name": "ask_user", "config": {}}],
+                              model_config_id=scripted_model(function=script, stream_function=ask)).id
+    conversation_id = start_chat(app, client, agent_id=agent_id)
+    run, message = outcome(app, send(app, client, conversation_id, "**Rotate** the keys, please"))
+    assert run.status == "succeeded" and message.meta.get("pending"), message.meta
+    assert title_of(app, conversation_id) == "Rotate the keys, please" and script.calls == []
+
+
+@pytest.mark.parametrize(("question", "title"), [
+    ("What time is it in Tokyo?", "What time is it in Tokyo"),  # a short question stays whole
+    ("What is the time?", "What is the time"),  # never the separator of the title prompt ("---")
+    ("## Release *plan*\n\nWhat ships on Friday and what waits?", "Release plan"),
+    (QUESTION, "How do I rotate the"),  # a long one: its first words
+])
+def test_the_offline_model_titles_from_the_questions_words(app, client, auth, question, title):
+    auth.login_as("user")
+    conversation_id = start_chat(app, client)  # an agent on the default model: the offline one
+    send(app, client, conversation_id, question)
+    assert title_of(app, conversation_id) == title

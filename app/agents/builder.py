@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -97,10 +98,15 @@ def check_instructions(template: str) -> str | None:
 
 
 def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: int | None,
-                run_id: str | None, extras: dict[str, Any] | None = None) -> BuiltAgent:
-    """Create the agent with its model, instructions and the capabilities and toolsets of its skills."""
+                run_id: str | None, extras: dict[str, Any] | None = None,
+                announce: Callable[[str, dict[str, Any]], None] | None = None) -> BuiltAgent:
+    """Create the agent with its model, instructions and the capabilities and toolsets of its skills.
+
+    `announce` stores a run event (the run's `EventWriter.emit`): skills tell the page through it.
+    """
     context = SkillContext(app=app, user_id=person.id, agent_id=spec.id, conversation_id=conversation_id,
-                           run_id=run_id, role=person.role, user_name=person.name, extras=dict(extras or {}))
+                           run_id=run_id, role=person.role, user_name=person.name, extras=dict(extras or {}),
+                           announce=announce)
     skills = app.extensions["skills"]
     capabilities: list[Any] = [ToolErrorsAsResults(), standing_approvals(
         app, conversation_id, run_id, spec.id, spec.name, person.id, person.email)]

@@ -7,7 +7,6 @@ stored elsewhere and never touched here.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -17,10 +16,8 @@ from typing import Any, Protocol
 
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.messages import (
-    MULTI_MODAL_CONTENT_TYPES,
     BaseToolCallPart,
     BaseToolReturnPart,
-    FilePart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -32,21 +29,15 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from app.agents.offline import MODEL_NAME as OFFLINE_MODEL_NAME
+from app.agents.context_size import USAGE_KEY, estimate_tokens, message_tokens, part_tokens, text_tokens, usage_ratio
 from app.agents.offline import SUMMARY_HEADINGS, SUMMARY_MARKER
 
 log = logging.getLogger(__name__)
 
 SUMMARY_HEADER = "[Summary of the earlier conversation]"
 CLEARED_PREFIX = "[cleared to save space"
-FILE_TOKENS = 1_000  # images and files: providers bill them by size, not by characters
-MESSAGE_TOKENS = 4  # role markers and separators around each message
 # Threshold compaction aims below this share of "Compact above", so the next turn does not trigger it again.
 TARGET_SHARE = 0.8
-# The provider's reported usage may scale the estimate by 1/MAX_RATIO to MAX_RATIO, no further.
-MAX_RATIO = 2.0
-# Stamped on responses kept across a compaction: their reported usage measured a history that is gone.
-USAGE_KEY = "skilldesk_compaction"
 IDENTIFIER = re.compile(
     r"https?://[^\s\"'<>)\]]+"  # URLs
     r"|\b[\w.-]+\.(?:pdf|csv|tsv|txt|json|md|xlsx?|docx?|pptx?|png|jpe?g|gif|zip|py|js|ts|html?|xml|ya?ml)\b"
@@ -86,10 +77,18 @@ class CompactionResult:
 
     @property
     def changed(self) -> bool:
+        """Whether `messages` differs from the history given (only ever by being smaller)."""
         return bool(self.cleared_count or self.summarized)
 
+    @property
+    def failed(self) -> bool:
+        """Whether shortening was tried and the history is left as it was: `error` says why."""
+        return not self.changed and self.error is not None
+
     def notice(self) -> str:
-        """Say in one sentence what was shortened, for the note in the chat."""
+        """Say in one sentence what was shortened, or why nothing could be, for the note in the chat."""
+        if self.failed:
+            return f"The conversation could not be made shorter for the model: {self.error}."
         done = []
         if self.cleared_count:
             done.append(f"{self.cleared_count} old tool result{'s' * (self.cleared_count != 1)} cleared")
@@ -98,74 +97,9 @@ class CompactionResult:
         size = f"about {self.tokens_before:,} → {self.tokens_after:,} tokens"
         text = "The conversation was shortened for the model"
         text += f" ({'; '.join([*done, size])})." if done else "."
-        if self.error:
-            text += " The summary could not be written, so only old tool results were cleared."
+        if self.error and not self.summarized:
+            text += f" The summary could not be used ({self.error}), so only old tool results were cleared."
         return text
-
-
-def estimate_tokens(messages: Sequence[ModelMessage], calibrate: bool = True) -> int:
-    """Estimate the tokens of a history: characters ÷ 4, files flat, scaled by the provider's last usage."""
-    raw = sum(_message_tokens(m) for m in messages)
-    for message in reversed(messages):  # only the latest instructions are sent
-        if isinstance(message, ModelRequest) and message.instructions:
-            raw += _chars(message.instructions)
-            break
-    return math.ceil(raw * usage_ratio(messages)) if calibrate else raw
-
-
-def usage_ratio(messages: Sequence[ModelMessage]) -> float:
-    """Return reported ÷ estimated tokens for the last response that reported usage (1.0 when unknown)."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if not isinstance(message, ModelResponse):
-            continue
-        stamp = (message.metadata or {}).get(USAGE_KEY)
-        if isinstance(stamp, dict):
-            return float(stamp.get("ratio", 1.0))
-        # The offline model reports FunctionModel's guess (words of the requests only), not a count.
-        if not message.usage.input_tokens or message.model_name == OFFLINE_MODEL_NAME:
-            continue
-        estimated = estimate_tokens(messages[:index], calibrate=False)
-        # Below a few hundred tokens the tool definitions dominate the count and the ratio means nothing.
-        if estimated < 500:
-            return 1.0
-        return min(MAX_RATIO, max(1 / MAX_RATIO, message.usage.input_tokens / estimated))
-    return 1.0
-
-
-def _message_tokens(message: ModelMessage) -> int:
-    total = MESSAGE_TOKENS
-    for part in message.parts:
-        # Text content is the common case, and the estimate runs before every request: keep it a plain loop.
-        content = getattr(part, "content", None)
-        total += (len(content) + 3) // 4 if type(content) is str else _part_tokens(part)
-    return total
-
-
-def _part_tokens(part: Any) -> int:
-    if isinstance(part, BaseToolReturnPart):
-        return _chars(part.model_response_str()) + FILE_TOKENS * len(part.files)
-    if isinstance(part, BaseToolCallPart):
-        return _chars(part.tool_name) + _chars(part.args_as_json_str())
-    if isinstance(part, FilePart):
-        return FILE_TOKENS
-    return _content_tokens(getattr(part, "content", None))
-
-
-def _content_tokens(content: Any) -> int:
-    if content is None:
-        return 0
-    if isinstance(content, str | TextContent):
-        return _chars(content if isinstance(content, str) else content.content)
-    if isinstance(content, MULTI_MODAL_CONTENT_TYPES):
-        return FILE_TOKENS
-    if isinstance(content, list | tuple):
-        return sum(_content_tokens(item) for item in content)
-    return _chars(json.dumps(content, default=str))
-
-
-def _chars(text: str) -> int:
-    return math.ceil(len(text) / 4)
 
 
 def is_summary_part(part: Any) -> bool:
@@ -231,14 +165,14 @@ def clear_tool_results(messages: Sequence[ModelMessage], keep_recent_tokens: int
             # Typed returns (tool search, capability loads) carry state pydantic-ai reads back: leave them.
             if type(part) is not ToolReturnPart or is_cleared(part):
                 continue
-            tokens = _part_tokens(part)
+            tokens = part_tokens(part)
             kept += tokens
             if i >= protected_from or (kept <= keep_recent_tokens and not notes):
                 continue
             note = cleared_note(part)
-            if _chars(note) < tokens:  # a result shorter than its note stays
+            if text_tokens(note) < tokens:  # a result shorter than its note stays
                 notes[(i, j)] = note
-                freed += tokens - _chars(note)
+                freed += tokens - text_tokens(note)
     if not notes or freed < max(minimum_worth_clearing, 1):
         return list(messages), 0, 0
     out = list(messages)
@@ -350,7 +284,7 @@ def tail_start(messages: Sequence[ModelMessage], keep_recent_tokens: int) -> int
     """Return where the verbatim tail begins: the newest `keep_recent_tokens`, never inside a call pair."""
     start, total = len(messages), 0
     while start > 1:
-        tokens = _message_tokens(messages[start - 1])
+        tokens = message_tokens(messages[start - 1])
         if total + tokens > keep_recent_tokens and start < len(messages):
             break
         total, start = total + tokens, start - 1
@@ -394,10 +328,16 @@ async def compact(messages: Sequence[ModelMessage], settings: Settings, summariz
     """Shorten a history below `target` tokens, cheapest first; a failed summary keeps the clearing, reported.
 
     `aggressive` (the provider rejected the request) clears every old result and keeps a shorter tail;
-    `force_summary` (/compact, overflow) summarizes even when clearing was enough.
+    `force_summary` (/compact, overflow) summarizes even when clearing was enough. Each step is kept only
+    if it makes the history smaller: a summary longer than what it replaces is a failure (`error`), and
+    when nothing shrank the history is returned as it was (`failed`).
     """
     ratio = usage_ratio(messages)
-    result = CompactionResult(list(messages), tokens_before=estimate_tokens(messages))
+
+    def size(history: Sequence[ModelMessage]) -> int:  # one calibration for before and after
+        return math.ceil(estimate_tokens(history, calibrate=False) * ratio)
+
+    result = CompactionResult(list(messages), tokens_before=size(messages))
     if settings.how_to_shorten in ("both", "clear"):
         keep, minimum = settings.keep_recent_tool_results, settings.minimum_worth_clearing
         if aggressive:
@@ -416,14 +356,17 @@ async def compact(messages: Sequence[ModelMessage], settings: Settings, summariz
             log.warning("compaction summary failed: %s", error, exc_info=True)
             result.error = f"{type(error).__name__}: {error}"
         else:
-            if summarized.summarized:
+            if summarized.summarized and size(summarized.messages) >= size(result.messages):
+                result.error = (f"the summary was not shorter than the messages it replaces (about "
+                                f"{size(result.messages):,} → {size(summarized.messages):,} tokens)")
+            elif summarized.summarized:
                 summarized.cleared_count = result.cleared_count
                 summarized.tokens_before, result = result.tokens_before, summarized
     if result.changed:  # kept responses' usage no longer describes this history; keep the ratio it gave
         stamp = {USAGE_KEY: {"ratio": round(ratio, 4)}}
         result.messages = [replace(m, metadata={**(m.metadata or {}), **stamp})
                            if isinstance(m, ModelResponse) else m for m in result.messages]
-    result.tokens_after = estimate_tokens(result.messages)
+    result.tokens_after = size(result.messages)
     return result
 
 

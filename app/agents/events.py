@@ -1,82 +1,134 @@
-"""Run events: stored with sequence numbers, fanned out to listeners in this process.
+"""Run events: stored with sequence numbers, then announced to every listener of the run.
 
-Any worker can serve any stream because events are stored; listeners in the same process are
-woken at once, others notice within a poll interval.
+Any worker can serve any stream because events are stored. Listeners in the writer's process are
+woken at once; listeners in other processes through the app's wake-ups (`app/agents/wakeups.py`:
+PostgreSQL LISTEN/NOTIFY or Redis pub/sub), with a slow safety re-check in case one is lost.
+Stop travels the same way, so it reaches a run in any process.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
-from flask import Flask
+from flask import Flask, current_app
 
+from app.agents import wakeups
 from app.extensions import db
 from app.models import RunEvent
 
 TEXT_FLUSH_SECONDS = 0.05
 LATEST_KEPT = 10_000
 END = "end"
+# What a run changes on the chat page beside its answer: a notice it stored (data: message_id), and the
+# chat's header (the agent after a hand-over). app/stream.py renders them as out-of-band fragments.
+NOTICE = "notice"
+HEADER = "header"
+# How long a listener sleeps before it looks at the database anyway: every second when only this
+# process can wake it, rarely when wake-ups cross processes (a lost message then costs this long).
+RECHECK_SECONDS = 1.0
+SAFETY_RECHECK_SECONDS = 5.0
 
-_conditions: dict[str, threading.Condition] = defaultdict(threading.Condition)
-_latest: dict[str, int] = {}
-_conditions_lock = threading.Lock()
-_waiting: dict[str, int] = defaultdict(int)
+_lock = threading.Lock()
+_waiting: dict[str, threading.Condition] = {}  # runs someone in this process waits for
+_waiters: dict[str, int] = {}
+_latest: OrderedDict[str, int] = OrderedDict()  # the newest sequence number announced per run
+_stop_handlers: list[Callable[[str], None]] = []
 
 
-def _condition(run_id: str) -> threading.Condition:
-    with _conditions_lock:
-        return _conditions[run_id]
+def init_app(app: Flask) -> None:
+    """Choose how this app's events and Stop requests reach other processes (LIVE_EVENTS)."""
+    with app.app_context():
+        url = db.engine.url
+    app.extensions["wakeups"] = wakeups.for_app(app, url, deliver)
+
+
+def on_stop(handler: Callable[[str], None]) -> None:
+    """Call `handler(run_id)` when Stop is requested for a run, from this process or another."""
+    if handler not in _stop_handlers:
+        _stop_handlers.append(handler)
+
+
+def recheck_seconds(app: Flask | None = None) -> float:
+    """Return how long a listener may wait before it looks at the stored events anyway."""
+    crosses = (app or current_app).extensions["wakeups"].crosses_processes
+    return SAFETY_RECHECK_SECONDS if crosses else RECHECK_SECONDS
 
 
 def notify(run_id: str, seq: int) -> None:
     """Record the run's newest stored event and wake every listener of the run in this process."""
-    condition = _condition(run_id)
-    with condition:
+    with _lock:
+        if _latest.get(run_id, 0) >= seq:
+            return  # nothing new (our own announcement coming back from another process's channel)
         _latest[run_id] = seq
-        condition.notify_all()
+        _latest.move_to_end(run_id)
+        while len(_latest) > LATEST_KEPT:
+            _latest.popitem(last=False)
+        condition = _waiting.get(run_id)
+        if condition is not None:
+            condition.notify_all()
 
 
 def wait_for_events(run_id: str, after: int, timeout: float) -> bool:
-    """Sleep until the run has stored an event after `after`, or the timeout passes.
+    """Sleep until the run has announced an event after `after`, or the timeout passes.
 
-    Returns whether this process stored such an event (False after a timeout). Checking the newest
-    sequence number under the lock closes the gap between a listener's query and its wait, so no
-    notification is lost; listeners in other processes rely on the timeout.
+    Returns whether there may be news (False after a quiet timeout). Checking the newest sequence
+    number under the lock closes the gap between a listener's query and its wait, so no
+    announcement is lost; the first wait of a process, or one after the wake-ups reconnected,
+    answers True so the caller reads again what it may have missed. Call it with no database
+    connection checked out: it can sleep for the whole timeout.
     """
-    condition = _condition(run_id)
-    with condition:
+    if current_app.extensions["wakeups"].listen():
+        return True
+    with _lock:
         if _latest.get(run_id, 0) > after:
             return True
-        _count_waiting(run_id, 1)
+        condition = _waiting.get(run_id)
+        if condition is None:
+            condition = _waiting[run_id] = threading.Condition(_lock)
+        _waiters[run_id] = _waiters.get(run_id, 0) + 1
         try:
-            condition.wait(timeout)
+            woken = condition.wait(timeout)
         finally:
-            _count_waiting(run_id, -1)
-        return _latest.get(run_id, 0) > after
+            _waiters[run_id] -= 1
+            if not _waiters[run_id]:
+                del _waiters[run_id], _waiting[run_id]
+        return woken or _latest.get(run_id, 0) > after
 
 
 def waiting(run_id: str) -> int:
     """Return how many listeners in this process are waiting for the run's next event right now."""
-    with _conditions_lock:
-        return _waiting.get(run_id, 0)
+    with _lock:
+        return _waiters.get(run_id, 0)
 
 
-def _count_waiting(run_id: str, change: int) -> None:
-    with _conditions_lock:
-        _waiting[run_id] += change
-        if not _waiting[run_id]:
-            del _waiting[run_id]
+def deliver(message: str) -> None:
+    """Handle a wake-up from the app's channel (see `app.agents.wakeups` for the messages)."""
+    kind, _, rest = message.partition(" ")
+    if kind == "e":
+        run_id, _, seq = rest.partition(" ")
+        if seq.isdigit():
+            notify(run_id, int(seq))
+    elif kind == "s":
+        for handler in list(_stop_handlers):
+            handler(rest)
+    elif kind == "*":
+        with _lock:
+            for condition in _waiting.values():
+                condition.notify_all()
 
 
-def forget(run_id: str) -> None:
-    """Drop the run's condition once it has ended; its newest sequence number stays for late listeners."""
-    with _conditions_lock:
-        _conditions.pop(run_id, None)
-        while len(_latest) > LATEST_KEPT:
-            _latest.pop(next(iter(_latest)))
+def request_stop(app: Flask, run_id: str) -> None:
+    """Commit the session (which flags the run cancel_requested) and tell every process, this one too."""
+    channel = app.extensions["wakeups"]
+    message = f"s {run_id}"
+    channel.stage(db.session, message)
+    db.session.commit()
+    channel.committed(message)
+    deliver(message)
 
 
 def events_after(run_id: str, seq: int) -> list[RunEvent]:
@@ -95,6 +147,7 @@ class EventWriter:
         self.seq = start_seq
         self._text: list[str] = []
         self._last_flush = time.monotonic()
+        self._wakeups: wakeups.Wakeups = app.extensions["wakeups"]
 
     def text(self, delta: str) -> None:
         if not delta:
@@ -120,9 +173,11 @@ class EventWriter:
         rows = [self._pending_text()] if self._text else []
         rows += [self._row(type_, data) for type_, data in events]
         db.session.execute(db.insert(RunEvent), rows)
+        self._wakeups.stage(db.session, self._message())
 
     def published(self) -> None:
         """Wake listeners after the caller committed staged events."""
+        self._wakeups.committed(self._message())
         notify(self.run_id, self.seq)
 
     def _pending_text(self) -> dict[str, Any]:
@@ -136,8 +191,12 @@ class EventWriter:
         self.seq += 1
         return {"run_id": self.run_id, "seq": self.seq, "type": type_, "data": data}
 
+    def _message(self) -> str:
+        return f"e {self.run_id} {self.seq}"
+
     def _store(self, rows: list[dict[str, Any]]) -> None:
         with self.app.app_context():
             db.session.execute(db.insert(RunEvent), rows)
+            self._wakeups.stage(db.session, self._message())
             db.session.commit()
-        notify(self.run_id, self.seq)
+        self.published()

@@ -28,6 +28,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
+from app.agents.plain_text import first_words, plain_text
+
 MODEL_NAME = "skilldesk-offline"
 INTRO = "(Offline model)"
 # Instructions that contain this marker ask for a summary instead of an answer.
@@ -156,7 +158,7 @@ def fill_arguments(tool: ToolDefinition, prompt: str, output: bool = False) -> d
             if "url" in name.lower() and urls:
                 args[name] = urls[0].rstrip(".,;)")
             elif output:
-                args[name] = " ".join(re.sub(r"[^\w\s-]", "", prompt).split()[:5])[:40].strip()
+                args[name] = title_words(prompt)
             elif quoted:
                 args[name] = quoted.pop(0)
             elif name in required:
@@ -172,18 +174,13 @@ def fill_arguments(tool: ToolDefinition, prompt: str, output: bool = False) -> d
     return args
 
 
-def first_words(text: str, limit: int = 40) -> str:
-    """Cut text at a word boundary to at most `limit` characters, without ending punctuation."""
-    words = re.sub(r"\s+", " ", text).strip().split(" ")
-    out = ""
-    for word in words:
-        candidate = f"{out} {word}".strip()
-        if len(candidate) > limit:
-            break
-        out = candidate
-    if not out:
-        out = text.strip()[:limit]
-    return out.rstrip(".,;:!?-—")
+def title_words(prompt: str, limit: int = 40) -> str:
+    """Title from the question's first words: its first paragraph as plain text, whole when it fits `limit`,
+    else its first five words (cut to `limit`)."""
+    question = plain_text(re.split(r"\n\s*\n", prompt.strip(), maxsplit=1)[0])
+    if len(question.rstrip(".?!")) <= limit:
+        return first_words(question, limit)
+    return first_words(" ".join(question.split()[:5]), limit)
 
 
 def extractive_summary(text: str, instructions: str = "") -> str:

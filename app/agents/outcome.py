@@ -61,13 +61,23 @@ def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
         writer.emit("tool_call", {"id": step["id"], "name": step["name"], "args": step["args"]})
     elif isinstance(event, FunctionToolResultEvent):
         part = event.part
-        content = part.model_response_str() if hasattr(part, "model_response_str") else str(part.content)
-        failed = getattr(part, "outcome", "success") != "success" or part.part_kind == "retry-prompt"
+        content, failed = step_result(part)
         step = outcome.steps.setdefault(part.tool_call_id, {"id": part.tool_call_id, "name": part.tool_name,
                                                             "args": "{}"})
         step.update(result=clip(content), failed=failed)
         writer.emit("tool_result", {"id": part.tool_call_id, "name": part.tool_name, "args": step["args"],
                                     "result": step["result"], "failed": failed})
+
+
+def step_result(part: Any) -> tuple[str, bool]:
+    """Return a tool result's text and whether its step failed, by the one rule for every tool.
+
+    A step failed unless the call returned successfully: a refusal or an error (`ToolFailed`, an
+    exception), a correction asked of the model (`ModelRetry`, invalid arguments) and a call a person
+    denied all fail. So a skill refuses by raising, never by returning text.
+    """
+    content = part.model_response_str() if hasattr(part, "model_response_str") else str(part.content)
+    return content, part.part_kind == "retry-prompt" or getattr(part, "outcome", "success") != "success"
 
 
 def count_usage(outcome: Outcome, usage: Any) -> None:

@@ -7,11 +7,12 @@ from typing import Any
 
 from flask import Flask
 from pydantic_ai.exceptions import AgentRunError, ModelHTTPError
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.usage import UsageLimits
 
 from app.agents import loop
 from app.agents.builder import AgentSpec, Person, build_agent
+from app.agents.outcome import step_result
 from app.agents.providers import ModelUnavailable
 from app.agents.runtime import provider_error
 
@@ -40,9 +41,9 @@ async def _preview(app: Flask, spec: AgentSpec, person: Person, prompt: str) -> 
             if isinstance(part, ToolCallPart):
                 calls[part.tool_call_id] = {"id": part.tool_call_id, "name": part.tool_name,
                                             "args": part.args_as_json_str(), "result": None, "failed": False}
-            elif isinstance(part, ToolReturnPart) and part.tool_call_id in calls:
-                calls[part.tool_call_id].update(result=part.model_response_str()[:4000],
-                                                failed=part.outcome != "success")
+            elif isinstance(part, ToolReturnPart | RetryPromptPart) and part.tool_call_id in calls:
+                content, failed = step_result(part)
+                calls[part.tool_call_id].update(result=content[:4000], failed=failed)
     preview.steps = list(calls.values())
     preview.answer = "\n\n".join(p.content for m in result.new_messages() if isinstance(m, ModelResponse)
                                  for p in m.parts if isinstance(p, TextPart))

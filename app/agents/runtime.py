@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Flask
+from flask import Flask, current_app
 from pydantic_ai import CancellationToken, capture_run_messages
 from pydantic_ai.exceptions import (
     ModelAPIError,
@@ -43,8 +43,12 @@ log = logging.getLogger(__name__)
 
 CANCEL_POLL_SECONDS = 1.0
 
+INTERRUPTED = ("The server stopped while this answer was being written. What it had produced is kept; "
+               "send your message again to continue.")
+
 _tokens: dict[str, CancellationToken] = {}
 _futures: dict[str, concurrent.futures.Future] = {}
+_interrupted: set[str] = set()  # runs this process is stopping because it shuts down
 
 
 @dataclass
@@ -80,6 +84,7 @@ def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
 
 def start(app: Flask, turn: Turn) -> concurrent.futures.Future:
     """Start a prepared turn on the runtime loop and return its future."""
+    app.extensions["wakeups"].listen()  # from here on, Stop from any process reaches the run
     future = loop.submit(execute(app, turn))
     _futures[turn.run_id] = future
     future.add_done_callback(lambda _f: _futures.pop(turn.run_id, None))
@@ -93,11 +98,33 @@ def wait(run_id: str, timeout: float = 30.0) -> None:
         future.result(timeout)
 
 
+def init_app(app: Flask) -> None:
+    """Wire the run events' wake-ups and let Stop reach the runs of this process from any other."""
+    run_events.init_app(app)
+    run_events.on_stop(cancel_here)
+
+
 def request_stop(run: Run) -> None:
-    """Ask a run to stop: at once in this process, within a second from any other."""
+    """Ask a run to stop, in whichever process runs it (flagged in the database, announced to every process)."""
     run.cancel_requested = True
-    db.session.commit()
-    token = _tokens.get(run.id)
+    run_events.request_stop(current_app._get_current_object(), run.id)
+
+
+def interrupt_all() -> dict[str, concurrent.futures.Future]:
+    """Stop every run of this process because the server shuts down; returns their futures (no wait).
+
+    Each ends as `interrupted`, keeping what it had produced, through the same path as Stop.
+    """
+    running = dict(_futures)
+    _interrupted.update(running)
+    for run_id in running:
+        cancel_here(run_id)
+    return running
+
+
+def cancel_here(run_id: str) -> None:
+    """Cancel the run if it runs in this process (called for every Stop announced)."""
+    token = _tokens.get(run_id)
     if token is not None:
         token.cancel()
 
@@ -182,7 +209,6 @@ async def execute(app: Flask, turn: Turn) -> str:
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()
-    run_events.forget(run_id)
     if needs_title or (outcome.status == "succeeded" and _has_skill(turn, "compaction")):
         await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, needs_title)
     return outcome.status
@@ -191,12 +217,14 @@ async def execute(app: Flask, turn: Turn) -> str:
 async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome: Outcome) -> None:
     token = CancellationToken()
     _tokens[turn.run_id] = token
+    if turn.run_id in _interrupted:  # the server began to shut down before this run got its token
+        token.cancel()
     last_poll = time.monotonic()
     try:
         with capture_run_messages() as captured:
             try:
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
-                                    turn.extras)
+                                    turn.extras, announce=writer.emit)
                 outcome.compactors = [c for c in built.capabilities if hasattr(c, "results")]
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
@@ -219,6 +247,8 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                                 token.cancel()
             except RunCancelled as error:
                 outcome.status = "cancelled"
+                if turn.run_id in _interrupted:
+                    outcome.status, outcome.error = "interrupted", INTERRUPTED
                 outcome.messages = error.all_messages()
                 count_usage(outcome, error.usage)
             except UsageLimitExceeded as error:
@@ -249,7 +279,9 @@ def provider_error(error: ModelHTTPError) -> str:
         body = body["error"] if isinstance(body.get("error"), dict | str) else body
         body = body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else body
     detail = body if isinstance(body, str) else json.dumps(body)[:500] if body else error.message
-    return f"The provider answered {error.status_code}: {detail}"
+    # Notes say what was tried before giving up (compaction adds why the request could not be shortened).
+    notes = "".join(f" {note}" for note in getattr(error, "__notes__", ()))
+    return f"The provider answered {error.status_code}: {detail}{notes}"
 
 
 def _limit_message(turn: Turn, error: UsageLimitExceeded) -> str:
@@ -283,8 +315,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         meta["error"] = outcome.error
     if turn.deferred is not None:  # the run carried answers: the end of its stream updates their cards
         meta["resumed"] = True
-    if kept:
-        _record_compactions(turn, outcome)
+    notices = _record_compactions(turn, outcome) if kept else []
     waiting = outcome.waiting
     # A call that waits for a person shows as a card of the message, not as a step that never ends.
     waiting_ids = {call.tool_call_id for call in [*waiting.calls, *waiting.approvals]} if waiting else set()
@@ -293,7 +324,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
                       meta=meta, run_id=turn.run_id,
                       input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
     db.session.add(message)
-    db.session.flush()  # the end event names the message
+    db.session.flush()  # the end event names the message, the notice events theirs
     if waiting is not None and kept:
         pending = deferred.store_requests(waiting, message, turn.run_id, turn.agent.id, turn.agent.name,
                                           turn.person.id, turn.person.email)
@@ -301,10 +332,12 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
         status=outcome.status, error=outcome.error, finished_at=utcnow(), input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
-    needs_title = outcome.status == "succeeded" and bool(outcome.text) and kept and row.title is None
+    # Whatever the first turn brought (an answer, a failure, a card), the chat gets a title after it.
+    needs_title = kept and row.title is None
     # The text not yet stored lands with the end event, in this transaction. The end tells the page
     # whether a title is on its way, so a chat that has one does not render it again.
-    writer.stage((run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,
+    writer.stage(*[(run_events.NOTICE, {"message_id": notice.id}) for notice in notices],
+                 (run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,
                                    "title_pending": needs_title}))
     db.session.commit()
     log.info("run %s %s: %s requests, %s+%s tokens", turn.run_id, outcome.status, outcome.requests,
@@ -312,14 +345,17 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     return needs_title
 
 
-def _record_compactions(turn: Turn, outcome: Outcome) -> None:
-    """Store the notices and records of compactions made inside the run (before the answer)."""
+def _record_compactions(turn: Turn, outcome: Outcome) -> list[Message]:
+    """Store the notices and records of compactions made inside the run (before the answer); return the notices."""
     from app.compaction_service import record_outcome
 
+    notices = []
     for compactor in outcome.compactors:
         for result in compactor.results:
-            if result.changed:
-                record_outcome(turn.conversation_id, compactor.config, result, "run")
+            if result.changed or result.failed:
+                notice = record_outcome(turn.conversation_id, compactor.config, result, "run", turn.run_id)
+                notices += [notice] if notice is not None else []
+    return notices
 
 
 def _has_skill(turn: Turn, name: str) -> bool:
@@ -344,15 +380,3 @@ def _follow_ups(app: Flask, turn: Turn, needs_title: bool) -> None:
 def _cancel_requested(app: Flask, run_id: str) -> bool:
     with app.app_context():
         return bool(db.session.scalar(db.select(Run.cancel_requested).where(Run.id == run_id)))
-
-
-def recover_interrupted() -> int:
-    """Mark runs left queued or running by a crash as failed; returns how many."""
-    runs = list(db.session.scalars(db.select(Run).where(Run.status.in_(("queued", "running")))))
-    for run in runs:
-        run.status, run.finished_at = "failed", utcnow()
-        run.error = "The server stopped while this run was in progress."
-        db.session.add(Message(conversation_id=run.conversation_id, role="assistant", content="",
-                               run_id=run.id, meta={"status": "failed", "error": run.error}))
-    db.session.commit()
-    return len(runs)

@@ -1,5 +1,9 @@
 """Conversation titles: 2 to 5 plain words from the title role, or the first words of the question.
 
+Every path follows the same rules: plain text (no markup), at most 40 characters cut at a word
+boundary, no ending punctuation. A chat whose first turn brought no answer (it failed, was stopped,
+or ended on a card) is titled from its question without asking a model.
+
 The log records the conversation id, whether the title was generated and its length, never its text.
 """
 
@@ -14,7 +18,7 @@ from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.exceptions import AgentRunError, UserError
 
 from app.agents import loop
-from app.agents.offline import first_words
+from app.agents.plain_text import TRAILING, first_words, plain_text
 from app.agents.providers import ModelUnavailable, build_model
 from app.agents.runtime import model_spec_for
 from app.extensions import db, jobs
@@ -45,9 +49,9 @@ class GeneratedTitle(BaseModel):
             problems.append("do not break the line")
         if re.search(r"[\"'“”‘’`]", value):
             problems.append("do not use quotes")
-        if re.search(r"[*_#\[\]<>|~]", value):
+        if re.search(r"[*_#\[\]<>|~]", value) or plain_text(value) != " ".join(value.split()):
             problems.append("do not use markdown")
-        if value.rstrip() != value or value[-1:] in ".!?;:,":
+        if value.rstrip() != value or value[-1:] in TRAILING:
             problems.append("do not end with punctuation")
         if problems:
             raise ValueError("; ".join(problems))
@@ -55,8 +59,8 @@ class GeneratedTitle(BaseModel):
 
 
 def fallback_title(question: str) -> str:
-    """Return the first words of the question, cut at a word boundary to 40 characters."""
-    return first_words(question, MAX_CHARS) or "New chat"
+    """Return the first words of the question as plain text, cut at a word boundary to 40 characters."""
+    return first_words(plain_text(question), MAX_CHARS) or "New chat"
 
 
 async def ask_title_model(spec, question: str, answer: str) -> str:
@@ -71,29 +75,32 @@ async def ask_title_model(spec, question: str, answer: str) -> str:
 
 @jobs.task()
 def generate_title(conversation_id: int) -> str | None:
-    """Give a conversation its title after the first answer, only while it has none."""
+    """Give a conversation its title after its first turn, only while it has none."""
     conversation = db.session.get(Conversation, conversation_id)
     if conversation is None or conversation.title is not None or conversation.deleted_at is not None:
         return None
     question = db.session.scalar(db.select(Message.content).where(
         Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id).limit(1))
-    answer = db.session.scalar(db.select(Message.content).where(
+    first_answer = db.session.execute(db.select(Message.content, Message.meta).where(
         Message.conversation_id == conversation_id, Message.role == "assistant")
-        .order_by(Message.id).limit(1))
+        .order_by(Message.id).limit(1)).first()
     if not question:
         return None
     agent = db.session.get(Agent, conversation.agent_id) if conversation.agent_id else None
-    generated = False
-    try:
-        spec = model_spec_for(agent) if agent else None
-        if spec is None:
-            raise ModelUnavailable("no agent")
-        title = loop.run(ask_title_model(spec, question, answer or ""), timeout=current_app.config.get(
-            "TITLE_TIMEOUT_SECONDS", 60))
-        generated = True
-    except (AgentRunError, UserError, ModelUnavailable, TimeoutError, ValueError) as error:
-        log.info("title of conversation %s falls back: %s", conversation_id, type(error).__name__)
-        title = fallback_title(question)
+    title, generated = fallback_title(question), False
+    # Without an answer (the turn failed, was stopped or ended on a card) the question's words are the title.
+    answered = first_answer is not None and (first_answer.meta or {}).get("status") == "succeeded" \
+        and bool(first_answer.content.strip())
+    if answered:
+        try:
+            spec = model_spec_for(agent) if agent else None
+            if spec is None:
+                raise ModelUnavailable("no agent")
+            title = loop.run(ask_title_model(spec, question, first_answer.content),
+                             timeout=current_app.config.get("TITLE_TIMEOUT_SECONDS", 60))
+            generated = True
+        except (AgentRunError, UserError, ModelUnavailable, TimeoutError, ValueError) as error:
+            log.info("title of conversation %s falls back: %s", conversation_id, type(error).__name__)
     # Written only while still empty: a title given at creation or by a rename is never overwritten.
     updated = db.session.execute(
         db.update(Conversation).where(Conversation.id == conversation_id, Conversation.title.is_(None))

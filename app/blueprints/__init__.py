@@ -6,10 +6,11 @@ from flask import Flask
 
 
 def register_blueprints(app: Flask) -> None:
-    from app.blueprints import admin, agents, auth, chat, home, models, runs, shares
+    from app.blueprints import account, admin, agents, auth, chat, home, models, runs, shares
 
     app.register_blueprint(home.bp)
     app.register_blueprint(auth.bp)
+    app.register_blueprint(account.bp, url_prefix="/account")
     app.register_blueprint(admin.bp, url_prefix="/admin")
     app.register_blueprint(models.bp, url_prefix="/admin/models")
     app.register_blueprint(agents.bp, url_prefix="/admin/agents")
@@ -36,3 +37,8 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(hooks.bp, url_prefix="/hooks")
     app.register_blueprint(tables_admin.bp, url_prefix="/admin/tables")
     app.register_blueprint(triggers_admin.bp, url_prefix="/admin/triggers")
+
+    from app.blueprints import api, assistant_admin
+
+    app.register_blueprint(api.bp, url_prefix="/api")
+    app.register_blueprint(assistant_admin.bp, url_prefix="/admin/assistant")

@@ -8,6 +8,7 @@ from flask_login import current_user
 from app import conversations
 from app.agents import turns
 from app.agents.purge import purge_conversation
+from app.assistance.context import ContextRejected, parse_context_text
 from app.compaction_service import compact_stored_context, compaction_config, parse_command
 from app.conversations import export_json, export_markdown, get_own_conversation, transcript
 from app.extensions import db
@@ -33,15 +34,18 @@ def sidebar_page(page: int = 1, search: str = "") -> conversations.SidebarPage:
 
 def render_chat(conversation: Conversation, **context) -> str:
     """Render a conversation's page: its latest messages (older ones load on demand), its run, the sidebar."""
-    page = conversations.transcript_page(conversation, size=current_app.config["TRANSCRIPT_PAGE_SIZE"])
-    return render_template("chat/show.html", conversation=conversation, page=page,
-                           run=turns.active_run(conversation), sidebar=sidebar_page(), search="", **context)
+    run = turns.active_run(conversation)
+    page = conversations.transcript_page(conversation, size=current_app.config["TRANSCRIPT_PAGE_SIZE"],
+                                         streaming_run=run.id if run else None)
+    return render_template("chat/show.html", conversation=conversation, page=page, run=run,
+                           sidebar=sidebar_page(), search="", **context)
 
 
 @bp.route("/")
 def index():
     search = request.args.get("q", "")[:200]
-    return render_template("chat/index.html", agents=usable_agents(), sidebar=sidebar_page(1, search),
+    page = request.args.get("page", 1, type=int)  # "Older chats" without JavaScript
+    return render_template("chat/index.html", agents=usable_agents(), sidebar=sidebar_page(page, search),
                            search=search)
 
 
@@ -102,8 +106,12 @@ def send(conversation_id: int):
         if turns.active_run(conversation) is not None:
             return _refuse(conversation, text, WAIT)
         return _compact(conversation, text, command)
+    try:
+        context = parse_context_text(request.form.get("context"), current_user.role)
+    except ContextRejected as rejected:
+        return _refuse(conversation, text, str(rejected))
     try:  # the database refuses a second run while one is under way (two sends at once included)
-        message, run = turns.send_message(conversation, current_user, text)
+        message, run = turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:
         return _refuse(conversation, text, WAIT)
     if is_htmx():
@@ -137,7 +145,7 @@ def _compact(conversation, text: str, instructions: str):
 
 
 def _compact_summary(result) -> str:
-    if result is None or not result.changed:
+    if result is None or not (result.changed or result.failed):
         return "Nothing needed shortening yet."
     return result.notice()
 

@@ -7,12 +7,14 @@ from flask_login import current_user
 
 from app import navigation
 from app.agents import turns
+from app.assistance.context import ContextRejected, parse_context_text
+from app.assistance.gate import assistant_enabled
+from app.assistance.preferences import PreferenceError, ui_setting, update_preferences
 from app.conversations import get_own_conversation, transcript
 from app.extensions import db
 from app.htmx import is_htmx
 from app.models import Agent, DataTable
 from app.tables import browse
-from app.tables.context import resolve_page_context
 from app.tables.fields import KINDS, display, form_value
 from app.tables.permissions import allowed, readable_tables
 from app.tables.records import OPERATORS, delete_row, form_data, get_row, insert_row, update_row, validate
@@ -55,9 +57,9 @@ def get_record(definition: DataTable, row_id: int) -> dict:
 
 
 def assistant_agent(definition: DataTable) -> Agent | None:
-    """Return the agent of the table's assistant panel, if the user may chat with it."""
+    """Return the agent of the table's assistant panel, if the user may chat with it (and it is switched on)."""
     agent = definition.assistant_agent
-    if agent is None or not agent.usable_by(current_user) or current_user.role == "guest":
+    if agent is None or not agent.usable_by(current_user) or current_user.role == "guest" or not assistant_enabled():
         return None
     return agent
 
@@ -79,7 +81,8 @@ def index(name: str):
     page, titles = browse.list_rows(definition, query)
     return render_template("data/list.html", table=definition, query=query, page=page, titles=titles,
                            columns=browse.shown_columns(definition, query),
-                           layout=browse.layout_of(current_user), operators=OPERATORS, can=can(definition),
+                           layout=ui_setting(current_user, "defaultListLayout"), operators=OPERATORS,
+                           can=can(definition),
                            agent=assistant_agent(definition))
 
 
@@ -88,8 +91,8 @@ def layout(name: str):
     """Switch between the table and cards layouts; the choice is the user's preference."""
     definition = get_table_for(name)
     try:
-        browse.set_layout(current_user, request.form.get("layout", ""))
-    except ValueError:
+        update_preferences(current_user, {"ui": {"defaultListLayout": request.form.get("layout", "")}})
+    except PreferenceError:
         abort(400)
     db.session.commit()
     back = request.form.get("next", "")
@@ -166,14 +169,18 @@ def assistant(name: str):
         if conversation.agent_id != agent.id:
             abort(404)
     error = _message_error(text, conversation)
+    context = None
     if error is None:
+        try:
+            context = parse_context_text(request.form.get("context"), current_user.role)
+        except ContextRejected as rejected:
+            error = str(rejected)
+    if context is not None:
         if conversation is None:
             conversation = turns.start_conversation(current_user, agent, source="data")
             db.session.flush()
-        context = resolve_page_context(current_user.role, request.form.get("resource"),
-                                       request.form.get("recordKey"))
         try:
-            turns.send_message(conversation, current_user, text, extras=context.as_extras() if context else None)
+            turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
         except turns.RunInProgress:  # another send started a run a moment ago
             error = WAIT
         else:
@@ -182,11 +189,11 @@ def assistant(name: str):
     if error and not is_htmx():
         flash(error, "error")
         return redirect(request.referrer or url_for("data.index", name=name))
-    return render_template("data/_assistant.html", table=definition, agent=agent, conversation=conversation,
+    page = render_template("data/_assistant.html", table=definition, agent=agent, conversation=conversation,
                            messages=transcript(conversation) if conversation else [],
                            run=turns.active_run(conversation) if conversation else None, error=error,
-                           text=text if error else "", resource=request.form.get("resource", ""),
-                           record_key=request.form.get("recordKey", "")), 422 if error else 200
+                           text=text if error else "", context=request.form.get("context", ""))
+    return page, 422 if error else 200
 
 
 def _message_error(text: str, conversation) -> str | None:

@@ -90,7 +90,7 @@ def _follow(app, run_id: str, user_id: int, after: int):
         if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
             yield ": keepalive\n\n"
             last_sent = time.monotonic()
-        woken = run_events.wait_for_events(run_id, after, POLL_SECONDS)
+        woken = run_events.wait_for_events(run_id, after, run_events.recheck_seconds(app))
 
 
 def _state(run_id: str, user_id: int) -> tuple[bool, bool]:

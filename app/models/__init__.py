@@ -5,9 +5,10 @@ from app.models.approvals import ApprovalRecord, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
 from app.models.compaction import CompactionRecord
 from app.models.memories import Memory
+from app.models.settings import InstanceSetting
 from app.models.shares import Share
 from app.models.tables import DataField, DataTable, Trigger, TriggerRun
-from app.models.users import ROLES, User
+from app.models.users import ROLES, User, UserSession
 
 __all__ = [
     "ROLES",
@@ -17,6 +18,7 @@ __all__ = [
     "Conversation",
     "DataField",
     "DataTable",
+    "InstanceSetting",
     "Memory",
     "Message",
     "ModelConfig",
@@ -27,4 +29,5 @@ __all__ = [
     "Trigger",
     "TriggerRun",
     "User",
+    "UserSession",
 ]

@@ -7,6 +7,9 @@ from datetime import UTC, datetime
 from sqlalchemy import DateTime
 from sqlalchemy.types import TypeDecorator
 
+ID_MAX = 2**31 - 1
+"""The largest id a row can have: ids are `integer` columns, 32-bit on PostgreSQL (wider on SQLite)."""
+
 
 def utcnow() -> datetime:
     """Return the current time, timezone-aware, in UTC."""

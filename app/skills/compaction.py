@@ -20,15 +20,8 @@ from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPErr
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model, ModelRequestContext
 
-from app.agents.compaction import (
-    MAX_RATIO,
-    CompactionResult,
-    Summarizer,
-    compact,
-    estimate_tokens,
-    threshold_target,
-    usage_ratio,
-)
+from app.agents.compaction import CompactionResult, Summarizer, compact, threshold_target
+from app.agents.context_size import MAX_RATIO, estimate_tokens, usage_ratio
 from app.agents.providers import ModelSpec, ModelUnavailable, build_model
 from app.agents.runtime import model_spec_for
 from app.extensions import db
@@ -129,6 +122,8 @@ class Compaction(AbstractCapability[Any]):
     _history: ProcessHistory = field(init=False, repr=False)
     _retried: dict[str | None, int] = field(init=False, default_factory=dict, repr=False)
     _pending: dict[str | None, list[ModelMessage]] = field(init=False, default_factory=dict, repr=False)
+    # Runs whose inline compaction failed: the next requests would fail the same way, so it is not retried.
+    _gave_up: set[str | None] = field(init=False, default_factory=set, repr=False)
     _overhead: int | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -153,7 +148,7 @@ class Compaction(AbstractCapability[Any]):
                                 ) -> list[ModelMessage]:
         """Compact inline only when the request would not fit the context window otherwise."""
         limit, overhead = request_limit(ctx.model, ctx.model_settings), self._overhead or 0
-        if limit is None or estimate_tokens(messages) + overhead <= limit:
+        if limit is None or ctx.run_id in self._gave_up or estimate_tokens(messages) + overhead <= limit:
             return messages
         target = min(threshold_target(self.config), limit - overhead)
         summarizer = self.summarizer(ctx.model)
@@ -162,6 +157,8 @@ class Compaction(AbstractCapability[Any]):
             again = await compact(result.messages, self.config, summarizer, target=target, aggressive=True,
                                   force_summary=True)
             result = _merge(result, again)
+        if result.failed:
+            self._gave_up.add(ctx.run_id)
         return self._keep(result, messages)
 
     async def prepare_model_request(self, ctx: RunContext[Any],
@@ -182,7 +179,10 @@ class Compaction(AbstractCapability[Any]):
         target = min(threshold_target(self.config), estimate_tokens(messages) // 2, limit)
         result = await compact(messages, self.config, self.summarizer(ctx.model), target=target,
                                aggressive=True, force_summary=True)
-        if not result.changed:
+        if not result.changed:  # the same request would fail the same way: no retry, and say why
+            result.error = result.error or "there was nothing left to clear or summarize"
+            self._keep(result, messages)
+            error.add_note(f"The conversation could not be made shorter: {result.error}.")
             raise error
         ctx.messages[:] = self._pending[ctx.run_id] = self._keep(result, messages)
         log.info("context overflow: compacted %s → %s tokens, retrying once", result.tokens_before,
@@ -196,10 +196,9 @@ class Compaction(AbstractCapability[Any]):
         return Summarizer(build_model(self.summary_spec), self.summary_spec.settings("summary"))
 
     def _keep(self, result: CompactionResult, original: list[ModelMessage]) -> list[ModelMessage]:
-        if not result.changed:
-            return original
-        self.results.append(result)
-        return result.messages
+        if result.changed or result.failed:  # a failure is reported too, never as a shortening
+            self.results.append(result)
+        return result.messages if result.changed else original
 
 
 def request_limit(model: Model, settings: Any) -> int | None:

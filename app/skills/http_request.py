@@ -16,12 +16,12 @@ from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
+from app.html_text import html_to_text
 from app.outbound import (
     OutboundPolicy,
     OutboundRefused,
     OutboundResponse,
     fetch,
-    html_to_text,
     policy_from_config,
 )
 from app.skills.registry import Skill, SkillContext

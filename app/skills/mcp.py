@@ -8,21 +8,19 @@ session belongs to the event loop that opened it; a stdio server lives as long a
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import re
-import socket
 from typing import Any, Literal
 
-import httpx
-from fastmcp.client.transports import StdioTransport
+import httpx2
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_ai import RunContext
 from pydantic_ai.mcp import MCPToolset
-from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets import AbstractToolset, DynamicToolset
 
 from app.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
-from app.outbound import OutboundPolicy, OutboundRefused, policy_from_config, refusal_reason
+from app.outbound import guarded_async_client, policy_from_config
 from app.skills.registry import Skill, SkillContext
 
 PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,29}$")
@@ -103,23 +101,6 @@ class Config(BaseModel):
         return value
 
 
-async def check_url(url: str, policy: OutboundPolicy) -> None:
-    """Refuse a server address the outbound policy keeps tools away from (unless the allow-list names it)."""
-    parsed = httpx.URL(url)
-    host = parsed.raw_host.decode("ascii")  # IDNA-encoded, as the allow-list spells names
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as error:
-        raise OutboundRefused(f"cannot resolve the MCP server {host}: {error}") from error
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
-        reason = refusal_reason(ip)
-        if reason and not policy.allows(host, ip):
-            raise OutboundRefused(f"refused the MCP server {url}: {host} is a {reason}; "
-                                  "an admin can allow it in OUTBOUND_ALLOWED_HOSTS")
-
-
 def _stdio_toolset(config: Config) -> MCPToolset:
     missing = [name for name in config.env if not os.environ.get(name)]
     if missing:
@@ -131,18 +112,26 @@ def _stdio_toolset(config: Config) -> MCPToolset:
                       read_timeout=config.timeout)
 
 
-def _http_toolset(config: Config, ctx: SkillContext) -> MCPToolset:
+def _http_toolset(config: Config, ctx: SkillContext) -> AbstractToolset[Any]:
+    policy = policy_from_config(ctx.app.config)
+
     def resolve_headers() -> dict[str, str]:
         with ctx.app_context():
             return fill_headers(config.headers, ctx.user_id)
 
-    async def headers(_run: RunContext[Any]) -> dict[str, str]:
-        # Called once per run, before connecting: the address is checked and secrets filled for this user.
-        await check_url(config.url, policy_from_config(ctx.app.config))
-        return await asyncio.to_thread(resolve_headers)
+    def guarded_client(**options: Any) -> httpx2.AsyncClient:
+        # The MCP client calls this for each session: every connection it opens, redirects included,
+        # goes to an address the guard resolved and checked itself, never to a second lookup.
+        return guarded_async_client(policy, **options)
 
-    return MCPToolset(config.url, headers=headers, tool_error_behavior="failed", init_timeout=config.timeout,
-                      read_timeout=config.timeout)
+    async def connect(_run: RunContext[Any]) -> MCPToolset:
+        # Once per run: the user's secrets are filled in, then the session opens through the guard.
+        headers = await asyncio.to_thread(resolve_headers)
+        transport = StreamableHttpTransport(config.url, headers=headers, httpx_client_factory=guarded_client)
+        return MCPToolset(transport, tool_error_behavior="failed", init_timeout=config.timeout,
+                          read_timeout=config.timeout)
+
+    return DynamicToolset(connect, per_run_step=False)
 
 
 def build(config: Config, ctx: SkillContext) -> AbstractToolset[Any]:

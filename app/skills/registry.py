@@ -58,6 +58,14 @@ class SkillContext:
     role: str = "user"
     user_name: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
+    # Stores a run event for the page to show at once (`NOTICE` with a message id, `HEADER`), see
+    # app/stream.py. None outside a run (the editor's preview).
+    announce: Callable[[str, dict[str, Any]], None] | None = None
+
+    def tell_page(self, type_: str, data: dict[str, Any]) -> None:
+        """Show a change this tool made (a notice, the header) on the chat page now, through the run's stream."""
+        if self.announce is not None:
+            self.announce(type_, data)
 
     @contextmanager
     def app_context(self) -> Iterator[None]:

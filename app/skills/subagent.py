@@ -18,6 +18,7 @@ from pydantic_ai.exceptions import ToolFailed, UsageLimitExceeded
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
 
+from app.agents import events as run_events
 from app.agents.builder import AgentSpec, Person, build_agent
 from app.agents.runtime import model_spec_for
 from app.extensions import db
@@ -123,7 +124,7 @@ def reach(skill_ctx: SkillContext, reference: str, max_depth: int) -> Hop:
 async def delegate(ctx: RunContext[Any], skill_ctx: SkillContext, hop: Hop, prompt: str) -> str:
     """Run the reached agent on a prompt, with its own skills, counting its usage into the caller's run."""
     built = build_agent(skill_ctx.app, hop.spec, hop.person, skill_ctx.conversation_id, skill_ctx.run_id,
-                        extras={DEPTH: hop.depth, CHAIN: hop.chain})
+                        extras={DEPTH: hop.depth, CHAIN: hop.chain}, announce=skill_ctx.announce)
     # The usage object is the caller's, so the delegate's requests also count against the caller's cap.
     limits = UsageLimits(request_limit=ctx.usage.requests + max(1, hop.spec.max_requests))
     try:
@@ -149,13 +150,17 @@ def hand_over(skill_ctx: SkillContext, hop: Hop, reason: str, handover_prompt: s
         conversation.agent_id = hop.spec.id
         # The picked model was allowed for the previous agent, not necessarily for this one.
         conversation.model_config_id = None
-        db.session.add(Message(
+        notice = Message(
             conversation_id=conversation.id, role="notice", run_id=skill_ctx.run_id,
             content=f"{previous} handed the conversation over to {name}.",
             meta={"handover": {"from_agent_id": skill_ctx.agent_id, "to_agent_id": hop.spec.id,
                                "reason": reason[:500], "prompt": handover_prompt}},
-        ))
+        )
+        db.session.add(notice)
         db.session.commit()
+        notice_id = notice.id
+    skill_ctx.tell_page(run_events.NOTICE, {"message_id": notice_id})
+    skill_ctx.tell_page(run_events.HEADER, {})
     # The result stays in the model context, so the next agent reads the handover prompt on its first turn.
     return (f"Handed over: from the user's next message on, {name} answers in this conversation. "
             f"Tell the user so in one short sentence and stop.\n\n"

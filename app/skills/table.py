@@ -1,8 +1,8 @@
 """Data tables: the agent queries the configured tables and, when enabled, inserts and updates rows.
 
-Every call checks the permissions of the user the agent acts for, inside the tool: a refusal is
-the tool's result and says why. A query on a field that does not exist asks the model to retry
-and names the real fields.
+Every call checks the permissions of the user the agent acts for, inside the tool: a refusal is a
+failed tool result (`ToolFailed`) that says why. A query on a field that does not exist asks the
+model to retry and names the real fields.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import ModelRetry
+from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.extensions import db
@@ -93,18 +94,21 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
     return toolset
 
 
-def _checked(name: str, ctx: SkillContext, action: str) -> tuple[DataTable | None, str | None]:
-    """Return the table, or why the acting user may not do the action (their role is read again now)."""
+def _checked(name: str, ctx: SkillContext, action: str) -> DataTable:
+    """Return the table, or raise ToolFailed saying why the acting user may not do the action.
+
+    The user's role is read again now, so a demotion during a run applies to its next call.
+    """
     user = db.session.get(User, ctx.user_id) if ctx.user_id else None
     role = user.role if user is not None and user.active else None
     definition = get_table(name)
     if definition is None:
-        return None, f"The table {name} no longer exists."
+        raise ToolFailed(f"The table {name} no longer exists.")
     if not allowed(definition, role, "read") or not allowed(definition, role, action):
         who = f"{user.name} (role {role})" if user is not None else "This run's user"
-        return None, (f"Refused: {who} may not {VERBS[action]} the table {definition.label} ({name}). "
-                      f"Only an admin can grant the {action} permission; nothing was changed.")
-    return definition, None
+        raise ToolFailed(f"Refused: {who} may not {VERBS[action]} the table {definition.label} ({name}). "
+                         f"Only an admin can grant the {action} permission; nothing was changed.")
+    return definition
 
 
 def _query_tool(name: str, config: Config, ctx: SkillContext) -> Callable[..., str]:
@@ -117,9 +121,7 @@ def _query_tool(name: str, config: Config, ctx: SkillContext) -> Callable[..., s
             limit: How many rows to return at most.
         """
         with ctx.app_context():
-            definition, refusal = _checked(name, ctx, "read")
-            if refusal:
-                return refusal
+            definition = _checked(name, ctx, "read")
             filters = [Filter(c.field, OPERATORS[c.op], None if c.value is None else _text(c.value))
                        for c in conditions or []]
             try:
@@ -143,9 +145,7 @@ def _insert_tool(name: str, ctx: SkillContext) -> Callable[..., str]:
             values: The new row's values by field name.
         """
         with ctx.app_context():
-            definition, refusal = _checked(name, ctx, "insert")
-            if refusal:
-                return refusal
+            definition = _checked(name, ctx, "insert")
             clean, errors = validate(definition, values)
             if errors:
                 raise ModelRetry(_errors(definition, errors))
@@ -166,9 +166,7 @@ def _update_tool(name: str, ctx: SkillContext) -> Callable[..., str]:
             values: The fields to change, by name, with their new values.
         """
         with ctx.app_context():
-            definition, refusal = _checked(name, ctx, "update")
-            if refusal:
-                return refusal
+            definition = _checked(name, ctx, "update")
             if get_row(definition, id) is None:
                 raise ModelRetry(f"There is no row {id} in {definition.label}; query the table for the id.")
             clean, errors = validate(definition, values, partial=True)

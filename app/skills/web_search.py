@@ -22,7 +22,8 @@ from pydantic_ai import Tool
 from pydantic_ai.capabilities import WebSearch
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
-from app.outbound import OutboundPolicy, OutboundRefused, fetch, html_to_text, policy_from_config
+from app.html_text import html_to_text
+from app.outbound import OutboundPolicy, OutboundRefused, fetch, policy_from_config
 from app.skills.registry import Skill, SkillContext
 
 Backend = Literal["duckduckgo", "searxng", "tavily", "brave"]

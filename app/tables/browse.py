@@ -1,4 +1,4 @@
-"""The list page's query from the URL (search, filters, sorting, columns, page), and the layout preference.
+"""The list page's query from the URL (search, filters, sorting, columns, page).
 
 Filters travel in the URL as repeated `f=<field>:<operator>:<value>`, so every state of the page
 is a link that works without JavaScript; the "add a filter" form sends `ff`, `fo` and `fv`.
@@ -11,8 +11,7 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from app.extensions import db
-from app.models import DataTable, User
+from app.models import DataTable
 from app.tables.records import (
     OPERATORS,
     BadFilter,
@@ -24,7 +23,6 @@ from app.tables.records import (
     select_rows,
 )
 
-LAYOUTS = ("table", "cards")
 PER_PAGE = 25
 DEFAULT_COLUMNS = 6
 
@@ -93,20 +91,3 @@ def list_rows(definition: DataTable, query: ListQuery) -> tuple[RowPagination | 
         ids = {row[link.name] for row in page.items if row.get(link.name) is not None}
         titles[link.name] = link_titles(link, ids)
     return page, titles
-
-
-def layout_of(user: User) -> str:
-    """Return the user's list layout preference (`ui.defaultListLayout`)."""
-    layout = ((user.preferences or {}).get("ui") or {}).get("defaultListLayout")
-    return layout if layout in LAYOUTS else "table"
-
-
-def set_layout(user: User, layout: str) -> None:
-    """Store the list layout preference; the caller commits."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}")
-    preferences = dict(user.preferences or {})
-    # A new dict, so that SQLAlchemy sees the JSON column change.
-    preferences["ui"] = {**(preferences.get("ui") or {}), "defaultListLayout": layout}
-    user.preferences = preferences
-    db.session.add(user)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.models import DataTable
+from app.models.base import ID_MAX
 from app.tables.fields import display
 from app.tables.permissions import allowed
 from app.tables.records import get_row
@@ -62,7 +63,7 @@ def resolve_page_context(role: str | None, resource: Any, record_key: Any = None
         key = int(record_key)
     except (TypeError, ValueError):
         return None
-    record = get_row(table, key) if key > 0 else None
+    record = get_row(table, key) if 0 < key <= ID_MAX else None
     if record is None:
         return None
     return PageContext(table, key, record)

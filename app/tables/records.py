@@ -14,7 +14,7 @@ from sqlalchemy import Select, Table, and_, false, func, literal_column, or_, se
 
 from app.extensions import db
 from app.models import DataField, DataTable
-from app.models.base import utcnow
+from app.models.base import ID_MAX, utcnow
 from app.tables import events
 from app.tables.fields import NUMBER_KINDS, SYSTEM_COLUMNS, TEXT_KINDS, jsonable, parse, parse_kind
 from app.tables.schema import sql_table
@@ -157,7 +157,7 @@ def search_clause(definition: DataTable, table: Table, text: str):
                 continue
             if field.kind != "boolean" or text.lower() in ("true", "false", "yes", "no"):
                 clauses.append(table.c[field.name] == value)
-    if text.isdigit():
+    if text.isdigit() and int(text) <= ID_MAX:  # a bigger number is no row's id (and overflows the column)
         clauses.append(table.c.id == int(text))
     return or_(*clauses) if clauses else false()
 

@@ -2,7 +2,8 @@
 
 Werkzeug stops reading a body without a Content-Length (chunked) at `max_content_length` and
 returns what it read, so an oversized body arrives cut short instead of refused. The request class
-below reads one byte past the limit and answers 413 when it is there. A view may lower the limit
+(`app/web/request.py`) reads such a body through `CappedStream`, which reads one byte past the limit
+and answers 413 when it is there. A view may lower the limit
 for itself with `@body_limit("SETTING")`; the limit is known before anything reads the body.
 """
 
@@ -11,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flask import Flask, current_app
 from flask import Request as FlaskRequest
+from flask import current_app
 from werkzeug.exceptions import RequestEntityTooLarge
-from werkzeug.utils import cached_property
 from werkzeug.wsgi import LimitedStream
 
 LIMIT_ATTR = "_skilldesk_body_limit"
@@ -44,28 +44,18 @@ class CappedStream(LimitedStream):
         return count
 
 
-class Request(FlaskRequest):
-    """Flask's request with the view's own body limit and a limit that holds without a Content-Length."""
-
-    @property
-    def max_content_length(self) -> int | None:
-        if self._max_content_length is None and current_app and self.endpoint:
-            setting = getattr(current_app.view_functions.get(self.endpoint), LIMIT_ATTR, None)
-            if setting:
-                return current_app.config[setting]
-        return super().max_content_length
-
-    @max_content_length.setter
-    def max_content_length(self, value: int | None) -> None:
-        self._max_content_length = value
-
-    @cached_property
-    def stream(self):
-        limit = self.max_content_length
-        if limit is not None and self.content_length is None and "wsgi.input_terminated" in self.environ:
-            return CappedStream(self.environ["wsgi.input"], limit)
-        return super().stream  # a Content-Length over the limit is refused before reading
+def body_limit_of(request: FlaskRequest) -> int | None:
+    """The limit of this request's body: the view's own (`@body_limit`), else MAX_CONTENT_LENGTH."""
+    if current_app and request.endpoint:
+        setting = getattr(current_app.view_functions.get(request.endpoint), LIMIT_ATTR, None)
+        if setting:
+            return current_app.config[setting]
+    return None
 
 
-def init_app(app: Flask) -> None:
-    app.request_class = Request
+def capped_stream(request: FlaskRequest):
+    """The body stream of a request without a Content-Length, refusing (413) a body over the limit."""
+    limit = request.max_content_length
+    if limit is not None and request.content_length is None and "wsgi.input_terminated" in request.environ:
+        return CappedStream(request.environ["wsgi.input"], limit)
+    return None  # a Content-Length over the limit is refused by Werkzeug before reading

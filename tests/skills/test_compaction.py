@@ -21,7 +21,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from app.agents.compaction import estimate_tokens, is_cleared, summaries
+from app.agents.compaction import is_cleared, summaries
+from app.agents.context_size import estimate_tokens
 from app.agents.offline import SUMMARY_MARKER, extractive_summary
 from app.agents.providers import OFFLINE_SPEC
 from app.skills.compaction import Compaction, Config, is_context_overflow, skill
@@ -60,8 +61,9 @@ class Script:
     """A FunctionModel that answers summaries extractively, fails chosen requests, and records what it saw."""
 
     def __init__(self, fail_with: Exception | None = None, fail_times: int = 1, summary_fails: bool = False,
-                 context_window: int = 200_000) -> None:
+                 context_window: int = 200_000, summary: str | None = None) -> None:
         self.fail_with, self.fail_times, self.summary_fails = fail_with, fail_times, summary_fails
+        self.summary = summary  # a fixed summary instead of the extractive one
         self.requests: list[list[ModelMessage]] = []
         self.summaries: list[str] = []
         self.model = FunctionModel(self.respond, stream_function=self.stream,
@@ -72,7 +74,7 @@ class Script:
             if self.summary_fails:
                 raise RuntimeError("the summary model is down")
             self.summaries.append(info.instructions)
-            return ModelResponse(parts=[TextPart(extractive_summary(messages[-1].parts[0].content))])
+            return ModelResponse(parts=[TextPart(self.summary or extractive_summary(messages[-1].parts[0].content))])
         self.requests.append(list(messages))
         if self.fail_with is not None and len(self.requests) <= self.fail_times:
             raise self.fail_with
@@ -80,6 +82,20 @@ class Script:
 
     async def stream(self, messages: list[ModelMessage], info: AgentInfo):
         yield self.respond(messages, info).parts[0].content
+
+
+def chatter(turns: int) -> list[ModelMessage]:
+    """A past conversation of short prompts and answers: nothing to clear, only a summary could shorten it."""
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("Audit the records of ACME.")])]
+    for turn in range(turns):
+        if turn:
+            messages.append(ModelRequest(parts=[UserPromptPart(f"And record {turn}?")]))
+        messages.append(ModelResponse(parts=[TextPart(f"Record {turn} is fine.")]))
+    return messages
+
+
+# A summary far longer than the conversation it would replace.
+WORDY = "## Objective\n- " + "a summary that says much more than the messages it replaces " * 300
 
 
 def run(agent: Agent, past: list[ModelMessage], prompt: str = "Which records failed?") -> Any:
@@ -231,3 +247,51 @@ def test_summarize_with_another_configuration_leaves_the_chat_model_alone():
 
     assert not script.summaries  # the offline configuration wrote it
     assert capability.results[0].summarized and "(Offline model)" in capability.results[0].summary
+
+
+def test_an_overflow_compaction_that_does_not_shrink_fails_the_run_without_a_retry():
+    script = Script(fail_with=ModelHTTPError(400, "llama.cpp", LLAMA_CPP_BODY), summary=WORDY)
+    agent, capability = agent_with(script)
+
+    with pytest.raises(ModelHTTPError) as raised:
+        run(agent, chatter(40))
+
+    assert len(script.requests) == 1 and len(script.summaries) == 1  # a summary was tried, no retry
+    assert any("could not be made shorter" in note for note in raised.value.__notes__)
+    [result] = capability.results
+    assert result.failed and not result.changed
+    assert "shortened" not in result.notice()
+
+
+def test_an_inline_compaction_that_would_grow_sends_the_request_as_it_was():
+    script = Script(context_window=1_000, summary=WORDY)
+    agent, capability = agent_with(script)
+    past = chatter(80)
+
+    run(agent, past)
+
+    assert len(script.requests) == 1 and script.summaries
+    assert len(script.requests[0]) == len(past) + 1 and not summaries(script.requests[0])
+    assert capability.results and all(r.failed for r in capability.results)
+    assert all("shortened" not in r.notice() for r in capability.results)
+
+
+def test_a_run_whose_inline_compaction_failed_does_not_try_again_at_every_step():
+    summaries_written: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if info.instructions and SUMMARY_MARKER in info.instructions:
+            summaries_written.append(info.instructions)
+            return ModelResponse(parts=[TextPart(WORDY)])
+        steps = sum(isinstance(p, ToolReturnPart) for m in messages for p in m.parts)
+        if steps < 3:
+            return ModelResponse(parts=[ToolCallPart("look", {}, f"call-{steps}")])
+        return ModelResponse(parts=[TextPart("Done.")])
+
+    capability = skill.built(SETTINGS, SkillContext(app=None, user_id=1, agent_id=1))[0]
+    agent = Agent(FunctionModel(respond, profile={"context_window": 1_000}), capabilities=[capability])
+    agent.tool_plain(lambda: "nothing new", name="look")
+
+    assert run(agent, chatter(200)).output == "Done."
+    # One attempt (its normal and its aggressive pass) before the first request, none at the next three.
+    assert len(summaries_written) == 2 and len(capability.results) == 1 and capability.results[0].failed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import threading
 import time
@@ -273,3 +274,65 @@ def test_a_credential_saved_under_another_server_key_asks_to_be_saved_again(app,
     app.config["SECRET_KEY"] = "a-rotated-secret-key"
     with app.app_context(), pytest.raises(MissingSecret, match="save it again"):
         credential_value(user_id, "token")
+
+
+# --- DNS rebinding ------------------------------------------------------------------------------------
+
+
+class Trap:
+    """A listener on 127.0.0.2, standing for an address tools must never reach: it counts connections."""
+
+    def __init__(self, port: int) -> None:
+        self.connections = 0
+        self.sock = socket.create_server(("127.0.0.2", port))
+        self.sock.settimeout(0.1)
+        self.running = True
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while self.running:
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_a_name_that_rebinds_to_a_refused_address_never_reaches_it(app, client, auth, scripted_model,
+                                                                   http_server, monkeypatch):
+    url, recorder = http_server
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    trap = Trap(port)
+    real_getaddrinfo = socket.getaddrinfo
+    answers = []
+
+    def rebinding_dns(host, *args, **kwargs):
+        """The name's first answer is the allowed address, every later one a refused address."""
+        if (host.decode() if isinstance(host, bytes) else host) != "notes.rebind.test":  # anyio sends bytes
+            return real_getaddrinfo(host, *args, **kwargs)
+        answers.append("127.0.0.1" if not answers else "127.0.0.2")
+        return real_getaddrinfo(answers[-1], *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding_dns)
+    app.config["OUTBOUND_ALLOWED_HOSTS"] = "127.0.0.1"  # the address, not the name, is allowed
+    auth.login_as("user")
+    client.post("/credentials/", data={"name": "notes_token", "value": "tok-1234567890abcdef"})
+    try:
+        run, message = run_turn(app, client, scripted_model, Script("add_note", {"text": "rebound"}), {
+            "transport": "http", "url": url.replace("127.0.0.1", "notes.rebind.test"),
+            "headers": ["Authorization: Bearer {credential:notes_token}"]})
+    finally:
+        trap.close()
+
+    assert trap.connections == 0  # nothing, the user's credential least of all, went to the rebound address
+    assert answers[0] == "127.0.0.1" and recorder.seen  # the checked address was reached, by its name
+    assert all(h["host"] == f"notes.rebind.test:{port}" for h in recorder.seen)
+    assert all(h["authorization"] == "Bearer tok-1234567890abcdef" for h in recorder.seen)
+    assert run.status == "failed" and "127.0.0.2, which is off limits" in run.error

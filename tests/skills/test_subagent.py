@@ -17,7 +17,7 @@ from app.agents import runtime
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
 from app.skills.subagent import Config
-from tests.chat_driver import outcome
+from tests.chat_driver import outcome, sse_events
 from tests.conftest import make_agent
 from tests.skill_chat import streamed
 
@@ -238,6 +238,14 @@ def test_hand_over_switches_the_conversation_and_the_next_turn_runs_on_the_other
         assert notice.meta["handover"]["to_agent_id"] == billing_id
         assert notice.meta["handover"]["reason"] == "An invoice question."
         assert conversation.user_id == user_id
+    # The page hears of both at once, through the run's stream: the notice before the answer, and the header.
+    events = sse_events(client.get(f"/runs/{run.id}/events").text)
+    kinds = [event["event"] for event in events]
+    assert kinds.index("tool_call") < kinds.index("notice") < kinds.index("header") < kinds.index("end")
+    shown = next(event["data"] for event in events if event["event"] == "notice")
+    assert f'hx-swap-oob="beforebegin:#run-{run.id}"' in shown and f'id="message-{notice.id}"' in shown
+    header = next(event["data"] for event in events if event["event"] == "header")
+    assert 'id="chat-agent"' in header and 'hx-swap-oob="true"' in header and billing_name in header
 
     run, message = send(app, client, conversation_id, "So, about that invoice?")
     assert run.status == "succeeded" and run.agent_id == billing_id

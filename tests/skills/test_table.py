@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
@@ -50,6 +52,11 @@ class Script:
                 }
 
 
+def said(step: dict) -> str:
+    """Return what a tool step returned; a failed result is stored as {"error": "..."}."""
+    return json.loads(step["result"])["error"] if step["failed"] else step["result"]
+
+
 def run_with(app, client, scripted_model, script: Script, text: str = "Go", **settings):
     model_id = scripted_model(function=script.respond, stream_function=script.stream)
     skill = {"name": "table", "config": {"tables": ["orders"], **settings}}
@@ -85,9 +92,9 @@ def test_a_user_without_insert_permission_cannot_insert_through_the_tool(app, cl
 
     assert run.status == "succeeded", run.error
     [step] = message.steps
-    assert step["name"] == "insert_orders" and not step["failed"]
-    assert step["result"].startswith("Refused: Mallory (role user) may not insert rows into the table Orders")
-    assert "insert permission" in step["result"]
+    assert step["name"] == "insert_orders" and step["failed"]  # a refusal is a failed step, like any error
+    assert said(step).startswith("Refused: Mallory (role user) may not insert rows into the table Orders")
+    assert "insert permission" in said(step)
     assert rows(app) == []
 
 
@@ -179,14 +186,16 @@ def test_the_role_is_read_again_when_the_tool_runs(app, client, auth, scripted_m
 
     script = Demoting(("update_orders", {"id": 1, "values": {"status": "open"}}))
     run, message = run_with(app, client, scripted_model, script, allow_update=True)
-    assert message.steps[0]["result"].startswith("Refused:") and "(role guest)" in message.steps[0]["result"]
+    assert said(message.steps[0]).startswith("Refused:") and "(role guest)" in said(message.steps[0])
+    assert message.steps[0]["failed"]
 
 
 def test_an_unreadable_table_is_refused_for_queries(app, client, auth, scripted_model):
     seed(app, {"read": [], "insert": [], "update": [], "delete": []}, "Secret")
     auth.login_as("user")
     run, message = run_with(app, client, scripted_model, Script(("query_orders", {})))
-    assert message.steps[0]["result"].startswith("Refused:") and "Secret" not in message.steps[0]["result"]
+    assert said(message.steps[0]).startswith("Refused:") and "Secret" not in said(message.steps[0])
+    assert message.steps[0]["failed"]
 
 
 def test_the_offline_model_finds_the_query_tool_and_reports_the_rows(app, client, auth):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import html
+import json
+import re
+
 import pytest
 
 from app.agents import offline, runtime
@@ -40,6 +44,9 @@ def assistant(app, scripted_model, orders):
 
 
 def ask(app, client, data: dict, htmx: bool = True):
+    page = {name: data.pop(name) for name in ("resource", "recordKey") if name in data}
+    if page:  # what the panel sends: the page context as JSON text
+        data["context"] = json.dumps({"page": page})
     response = client.post(
         "/data/orders/assistant",
         data={"text": "What is this?", **data},
@@ -57,8 +64,9 @@ def ask(app, client, data: dict, htmx: bool = True):
 def test_the_record_page_shows_the_panel_and_the_agent_gets_the_resolved_record(app, client, auth, assistant):
     auth.login_as("user")
     page = client.get("/data/orders/1").text
-    assert 'id="assistant"' in page and 'name="recordKey" value="1"' in page
-    assert 'name="resource" value="data/orders"' in page
+    assert 'id="assistant"' in page
+    sent = re.search(r'name="context" value="([^"]*)"', page).group(1)
+    assert json.loads(html.unescape(sent)) == {"page": {"resource": "data/orders", "recordKey": 1, "locale": "en"}}
     assert 'id="assistant"' in client.get("/data/orders").text
 
     response = ask(app, client, {"resource": "data/orders", "recordKey": "1"})

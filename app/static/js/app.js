@@ -34,13 +34,36 @@
       var root = document.documentElement;
       var dark = root.dataset.theme === "dark" || (root.dataset.theme !== "light" && matchMedia("(prefers-color-scheme: dark)").matches);
       root.dataset.theme = dark ? "light" : "dark";
-      try { localStorage.setItem("skilldesk-theme", root.dataset.theme); } catch (e) { /* private mode */ }
+      savePreference("ui", "theme", root.dataset.theme);
+    }
+    var sidebar = event.target.closest("[data-sidebar-toggle]");
+    if (sidebar) {
+      var collapsed = document.documentElement.dataset.sidebar !== "collapsed";
+      document.documentElement.dataset.sidebar = collapsed ? "collapsed" : "open";
+      sidebar.setAttribute("aria-expanded", collapsed ? "false" : "true");
+      savePreference("ui", "sidebarCollapsed", collapsed);
     }
   });
 
+  // Skilldesk's own settings are preferences of the `ui` namespace (PATCH /api/me/preferences).
+  function savePreference(namespace, key, value) {
+    var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+    var change = {}; change[namespace] = {}; change[namespace][key] = value;
+    headers["Content-Type"] = "application/json";
+    return fetch("/api/me/preferences", {method: "PATCH", headers: headers, body: JSON.stringify(change),
+                                         credentials: "same-origin"});
+  }
+
+  // A theme chosen before it was a preference lived in localStorage: move it once.
   try {
     var saved = localStorage.getItem("skilldesk-theme");
-    if (saved) document.documentElement.dataset.theme = saved;
+    if (saved && document.querySelector("[data-theme-toggle]")) {
+      if (document.documentElement.dataset.theme === "auto") {
+        document.documentElement.dataset.theme = saved;
+        savePreference("ui", "theme", saved);
+      }
+      localStorage.removeItem("skilldesk-theme");
+    }
   } catch (e) { /* private mode */ }
 
   // Copy buttons on code blocks of rendered answers.

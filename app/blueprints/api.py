@@ -1,0 +1,53 @@
+"""The JSON API under /api/: the signed-in user's preferences and what the assistant offers."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, jsonify, request
+from flask_login import current_user
+
+from app import api
+from app.api.body import json_body
+from app.api.errors import ApiError
+from app.assistance.capabilities import capabilities_of
+from app.assistance.preferences import PreferenceError, delete_preferences, preferences_of, update_preferences
+from app.extensions import db
+
+bp = Blueprint("api", __name__)
+api.init_blueprint(bp)
+
+
+@bp.route("/me/preferences")
+def preferences_show():
+    """Return the user's preferences, by namespace."""
+    return jsonify(data=preferences_of(current_user))
+
+
+@bp.route("/me/preferences", methods=["PATCH"])
+def preferences_update():
+    """Merge `{namespace: {key: value}}` into the preferences; null removes a key."""
+    try:
+        result = update_preferences(current_user, json_body())
+    except PreferenceError as error:
+        raise ApiError(422, str(error), "PREFERENCES_INVALID", error.fields) from None
+    db.session.commit()
+    return jsonify(data=result)
+
+
+@bp.route("/me/preferences", methods=["DELETE"])
+def preferences_delete():
+    """Remove `?namespace=` (all its keys) or one `?namespace=&key=`."""
+    namespace = request.args.get("namespace")
+    if not namespace:
+        raise ApiError(422, "Say which namespace to remove (?namespace=, and &key= for one key).",
+                       fields={"namespace": "required"})
+    result = delete_preferences(current_user, namespace, request.args.get("key") or None)
+    db.session.commit()
+    return jsonify(data=result)
+
+
+@bp.route("/assistant/capabilities")
+def capabilities():
+    """Say what the assistant offers this user; not behind the switch, so a client learns it is off."""
+    if current_user.role == "guest":
+        abort(403)
+    return jsonify(data=capabilities_of(current_user))

@@ -1,0 +1,54 @@
+"""The production server as `make run` starts it: gunicorn's threaded workers, and Ctrl+C during a run."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from app.extensions import db
+from app.models import Message, ModelConfig, Run
+from tests.conftest import PASSWORD, make_agent, make_user
+from tests.fake_openai import fake_openai
+from tests.server_process import answering, app_on, ctrl_c, free_port, instance, start, stop, wait_for
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+def test_ctrl_c_during_a_run_marks_it_interrupted_and_keeps_the_message(tmp_path):
+    env = instance(tmp_path)
+    with fake_openai("hang") as provider:
+        app = app_on(env)
+        with app.app_context():
+            user = make_user()
+            config = ModelConfig(name="Slow local", provider="openai-compatible", model_name="fake",
+                                 base_url=provider.base_url, context_window=8192, timeout=300, profiles={})
+            db.session.add(config)
+            db.session.flush()
+            agent_id, email = make_agent(model_config_id=config.id).id, user.email
+            db.engine.dispose()
+        port, log = free_port(), tmp_path / "serve.log"
+        server = start(f".venv/bin/flask --app wsgi serve --port {port}", env, log)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_for(answering(f"{base}/login"), "the server's first answer", process=server, log=log)
+            assert "gunicorn" in log.read_text() and "Using worker: app.server.Worker" in log.read_text()
+            with httpx.Client(base_url=base) as browser:
+                assert browser.post("/login", data={"email": email, "password": PASSWORD}).status_code == 302
+                chat = browser.post("/chat/", data={"agent_id": agent_id})
+                conversation_id = int(re.search(r"/chat/(\d+)", chat.headers["location"]).group(1))
+                sent = browser.post(f"/chat/{conversation_id}/messages", data={"text": "Tell me a long story"})
+                assert sent.status_code == 302, sent.text
+            wait_for(lambda: provider.requests, "the run's model request", process=server, log=log)
+            assert ctrl_c(server) == 0, log.read_text()
+        finally:
+            stop(server)
+    with app.app_context():
+        run = db.session.scalar(db.select(Run).where(Run.conversation_id == conversation_id))
+        messages = {m.role: m for m in db.session.scalars(db.select(Message).where(
+            Message.conversation_id == conversation_id))}
+        assert run.status == "interrupted" and "The server stopped" in run.error
+        assert messages["user"].content == "Tell me a long story"
+        assert messages["assistant"].meta["status"] == "interrupted"
+        db.engine.dispose()

@@ -101,31 +101,28 @@ class Skilldesk:
     process: subprocess.Popen
     env: dict[str, str]
     startup_seconds: float
-    consumer: subprocess.Popen | None = None
     control: object = None
     agent_id: int = 0
     conversations: list[int] = field(default_factory=list)
 
     @property
     def pids(self) -> list[int]:
-        """The server's processes (the job consumer's are reported apart: titles are not a turn's cost)."""
+        """The server's processes: gunicorn's master and its workers (the job consumer runs in one)."""
         return [self.process.pid]
 
     def stop(self) -> None:
-        for process in filter(None, (self.process, self.consumer)):
-            process.terminate()
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
-def serve_command(port: int, workers: int = 1, threads: int = 256) -> list[str]:
-    """The command that serves Skilldesk, as `make run` does: gunicorn with threaded workers."""
-    return [str(ROOT / ".venv/bin/gunicorn"), "--worker-class", "gthread", "--workers", str(workers),
-            "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning",
-            "--graceful-timeout", "5", "wsgi:app"]
+def serve_command(port: int, workers: int = 1) -> list[str]:
+    """The command that serves Skilldesk, as `make run` does (`flask serve`: gunicorn's threaded workers)."""
+    return [str(ROOT / ".venv/bin/flask"), "--app", "wsgi", "serve", "--host", "127.0.0.1", "--port", str(port),
+            "--workers", str(workers)]
 
 
 def flask(env: dict[str, str], *args: str) -> None:
@@ -147,9 +144,9 @@ def start_skilldesk(env_overrides: dict[str, str], workers: int = 1) -> Skilldes
     flask(env, "db", "upgrade")
     flask(env, "create-user", "--email", EMAIL, "--name", "Bench", "--role", "admin", "--password", PASSWORD)
     port = free_port()
-    threads = int(env.get("SKILLDESK_SERVER_THREADS", "256"))
     started = time.perf_counter()
-    process = subprocess.Popen(serve_command(port, workers, threads), cwd=ROOT, env=env)
+    process = subprocess.Popen(serve_command(port, workers), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL if "-v" not in sys.argv else None)
     url = f"http://127.0.0.1:{port}"
     while True:
         try:
@@ -160,15 +157,7 @@ def start_skilldesk(env_overrides: dict[str, str], workers: int = 1) -> Skilldes
         if process.poll() is not None:
             raise SystemExit(f"Skilldesk exited with status {process.returncode} before serving")
         time.sleep(0.01)
-    return Skilldesk(url, process, env, time.perf_counter() - started, start_consumer(env))
-
-
-def start_consumer(env: dict[str, str]) -> subprocess.Popen:
-    """The job consumer (titles) in a process of its own, as under several workers."""
-    script = ("import time\nfrom wsgi import app\n"
-              "app.extensions['jobs'].consumer(workers=int(app.config['JOBS_WORKERS'])).start()\n"
-              "while True:\n    time.sleep(3600)\n")
-    return subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env)
+    return Skilldesk(url, process, env, time.perf_counter() - started)
 
 
 def control_app(desk: Skilldesk):
@@ -285,7 +274,6 @@ async def sequential_round(desk: Skilldesk, fake: FakeOpenAI, figures: Figures, 
             await skilldesk_turn(client, desk, conversation_id, token)
         ours, direct = [], []
         cpu_before = cpu_seconds(desk.pids)
-        jobs_before = cpu_seconds([desk.consumer.pid]) if desk.consumer else 0.0
         for n in range(turns):
             start = time.perf_counter()
             await direct_turn(client, fake)
@@ -294,10 +282,9 @@ async def sequential_round(desk: Skilldesk, fake: FakeOpenAI, figures: Figures, 
             await skilldesk_turn(client, desk, conversations[n % len(conversations)], token)
             ours.append(time.perf_counter() - start)
         cpu = cpu_seconds(desk.pids) - cpu_before
-        jobs = (cpu_seconds([desk.consumer.pid]) if desk.consumer else 0.0) - jobs_before
     good, total = stored_replies(desk, conversations)
     cpu_ms = cpu / turns * 1000
-    figures.report("turn_job_consumer_cpu_per_turn", jobs / turns * 1000, "ms")
+
     figures.report("turn_server_cpu_per_stored_turn", cpu_ms, "ms", "≤ 20", cpu_ms <= 20)
     figures.report("turn_stored_complete", good, f"of {total}", f"all {total}", good == total)
     p50 = (statistics.median(ours) - statistics.median(direct)) * 1000
@@ -347,7 +334,7 @@ async def concurrent_round(desk: Skilldesk, fake: FakeOpenAI, figures: Figures, 
 
 def start_round(desk: Skilldesk, figures: Figures) -> float:
     figures.report("startup_to_first_200", desk.startup_seconds, "s", "≤ 3", desk.startup_seconds <= 3)
-    idle = rss_mib([desk.process.pid])  # the server as `make run` starts it; the consumer is reported apart
+    idle = rss_mib(desk.pids)
     figures.report("idle_rss_after_start", idle, "MiB", "≤ 250", idle <= 250)
     return idle
 
@@ -366,7 +353,7 @@ def main() -> int:
             asyncio.run(sequential_round(desk, fake, figures, 20 if quick else SEQUENTIAL_TURNS))
             for count in (10, 40) if quick else CONCURRENT:
                 asyncio.run(concurrent_round(desk, fake, figures, count))
-            after = rss_mib([desk.process.pid])
+            after = rss_mib(desk.pids)
             figures.report("rss_after_concurrent_rounds", after, "MiB")
             figures.report("rss_growth", after - idle, "MiB")
         finally:

@@ -13,11 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
+from flask import current_app, has_app_context
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from app.agents.offline import make_offline_model
 from app.models import ModelConfig
+from app.outbound import OutboundPolicy, guarded_async_client, policy_from_config
 
 # Settings a role gets unless the configuration's profile for that role says otherwise.
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -48,14 +51,18 @@ class ModelSpec:
     timeout: float
     profiles: dict
     retries: int = 0
+    outbound: OutboundPolicy = OutboundPolicy()
+    """The guard an OpenAI-compatible server's base URL is reached through (OUTBOUND_* of the app)."""
 
     @classmethod
     def of(cls, config: ModelConfig | None) -> ModelSpec:
         if config is None:
             return OFFLINE_SPEC
+        # Read where the configuration is read (an app context); without one, the strictest guard.
+        outbound = policy_from_config(current_app.config) if has_app_context() else OutboundPolicy()
         return cls(config.id, config.name, config.provider, config.model_name, config.base_url,
                    config.api_key_env, config.context_window, config.max_tokens, config.temperature,
-                   config.timeout, dict(config.profiles or {}), config.retries or 0)
+                   config.timeout, dict(config.profiles or {}), config.retries or 0, outbound)
 
     def settings(self, role: str = "chat") -> ModelSettings:
         """Return the model settings for a role: configuration, then role defaults, then the role profile."""
@@ -87,6 +94,9 @@ OFFLINE_SPEC = ModelSpec(None, "Built-in offline model", "offline", "skilldesk-o
                          32_000, None, None, 60.0, {})
 
 
+# The SDK client's own bounds, as pydantic-ai sets them; each request carries the configuration's timeout.
+SDK_TIMEOUT = httpx2.Timeout(timeout=600, connect=5)
+
 # Extra providers by name (plugins, and the scripted models of the test suite).
 _factories: dict[str, Callable[[ModelSpec], Model]] = {}
 
@@ -117,7 +127,8 @@ def build_model(spec: ModelSpec) -> Model:
     if spec.provider == "offline":
         return make_offline_model(spec.context_window)
     key = _api_key(spec)
-    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window)
+    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window,
+                 spec.outbound if spec.provider == "openai-compatible" else None)
     with _models_lock:
         model = _models.get(cache_key)
         if model is not None:
@@ -137,7 +148,12 @@ def _provider_model(spec: ModelSpec, key: str | None) -> Model:
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=spec.base_url or None, api_key=key or "not-needed")
+        # A server by base URL is reached like any tool's URL: pinned, and refused on a private
+        # address unless OUTBOUND_ALLOWED_HOSTS names it. OpenAI's own endpoint needs no guard.
+        http_client = guarded_async_client(spec.outbound, timeout=SDK_TIMEOUT) \
+            if spec.provider == "openai-compatible" else None
+        provider = OpenAIProvider(base_url=spec.base_url or None, api_key=key or "not-needed",
+                                  http_client=http_client)
         cls = OpenAIResponsesModel if spec.provider == "openai" else OpenAIChatModel
         return cls(spec.model_name, provider=provider, profile=profile)
     if spec.provider == "anthropic":

@@ -84,7 +84,8 @@ def read_form(form: Any, registry: dict[str, Skill], agent_id: int | None) -> Ag
         result.skills.append({"name": name, "config": settings})
     _apply_action(result, registry, form.get("add_skill", ""))
     _validate(result, agent_id)
-    _check_tool_names(result, registry, agent_id)
+    if result.action == "save":  # a list action shows a just-added skill with its defaults, not yet judged
+        _check_tool_names(result, registry, agent_id)
     return result
 
 

@@ -72,11 +72,20 @@ def remember(text: str, *, user_id: int | None, agent_id: int | None, personal: 
     return memory, True
 
 
+def relevance(distance: float) -> float:
+    """Return how relevant a hit is, from its cosine distance: 1 identical, 0 unrelated."""
+    return 1 - distance
+
+
 def recall(query: str, *, user_id: int | None, agent_id: int | None, personal: bool,
-           limit: int = 5) -> list[tuple[Memory, float]]:
-    """Return up to `limit` memories nearest in meaning to `query`, nearest first, with their distance."""
+           limit: int = 5, min_relevance: float = 0.0) -> list[tuple[Memory, float]]:
+    """Return up to `limit` memories nearest in meaning to `query`, nearest first, with their distance.
+
+    Hits below `min_relevance` are noise, not answers: they are left out, so nothing may come back.
+    """
     collection = collection_for(personal=personal, user_id=user_id, agent_id=agent_id)
-    hits = vector_store().query(collection, query, n=limit)
+    hits = [hit for hit in vector_store().query(collection, query, n=limit)
+            if relevance(hit.distance) >= min_relevance]
     distances = {_row_id(hit.id): hit.distance for hit in hits}
     distances.pop(None, None)
     if not distances:

@@ -351,3 +351,16 @@ def test_two_javascript_functions_with_their_own_names_are_saved_and_offered(app
     preview = client.post("/admin/agents/preview", data=data, headers={"HX-Request": "true"})
     assert preview.status_code == 200 and "Tools available: double_it, halve_it." in preview.text
     assert client.post("/admin/agents/", data={**data, "action": "save"}).status_code == 302
+
+
+def test_every_installed_skill_can_be_added_then_saved_or_refused_beside_its_fields(app, client, admin):
+    for name in sorted(app.extensions["skills"]):
+        added = client.post("/admin/agents/", data=form(action="add", add_skill=name, name=f"With {name}"))
+        assert added.status_code == 200, name
+        assert listed_skills(added.text) == [name]
+        data = submitted(added.text)
+        data.setlist("action", ["save"])
+        saved = client.post("/admin/agents/", data=data)
+        assert saved.status_code in (302, 422), name  # settings without a default need filling in
+        if saved.status_code == 422:
+            assert '<div class="field invalid">' in saved.text, name

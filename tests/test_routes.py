@@ -173,6 +173,9 @@ ROUTES: dict[str, Access] = {
     "api.preferences_show": Access(),
     "api.preferences_update": Access(),  # no body: 415
     "api.preferences_delete": Access(),  # no namespace: 422
+    "api.capabilities": Access(MEMBERS),
+    "assistant_admin.show": Access(ADMINS),
+    "assistant_admin.update": Access(ADMINS, data={"enabled": "y"}),
 }
 
 # A cheap hash: this test signs in five people for each of ~90 routes.

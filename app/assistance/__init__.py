@@ -8,12 +8,15 @@ from typing import Any
 from flask import Flask
 from flask_login import current_user
 
-from app.assistance.preferences import UI_DEFAULTS, ui_setting
-from app.models import DataTable
+from app.assistance import gate
+from app.assistance.capabilities import agent_offers_proposals
+from app.assistance.preferences import UI_DEFAULTS, UI_SETTINGS, ui_setting
+from app.models import Agent, DataTable
 
 
 def init_app(app: Flask) -> None:
-    """Give templates the signed-in user's own settings and the page context of the data pages."""
+    """Put the assistant switch in front of the assistant routes; give templates the user's settings."""
+    gate.init_app(app)
 
     @app.template_global("ui_setting")
     def current_ui_setting(key: str) -> Any:
@@ -22,13 +25,27 @@ def init_app(app: Flask) -> None:
         return ui_setting(current_user, key)
 
     @app.template_global("assistant_page_context")
-    def assistant_page_context(table: DataTable, record_key: int | None = None, layout: str | None = None) -> str:
-        return json.dumps(page_context_of(table, record_key, layout))
+    def assistant_page_context(table: DataTable, agent: Agent | None, record_key: int | None = None,
+                               layout: str | None = None) -> str:
+        return json.dumps(page_context_of(table, agent, record_key, layout))
 
 
-def page_context_of(table: DataTable, record_key: int | None, layout: str | None) -> dict[str, Any]:
-    """Return the context a data page's assistant panel sends with each message."""
+def page_context_of(table: DataTable, agent: Agent | None, record_key: int | None,
+                    layout: str | None) -> dict[str, Any]:
+    """Return the context a data page's assistant panel sends with each message.
+
+    A list page declares its layout as proposable (the user's default, and this list's view) only
+    when the panel's agent has the proposal tools, as any client reading the capabilities would.
+    """
     page: dict[str, Any] = {"resource": f"data/{table.name}", "recordKey": record_key, "locale": "en"}
     if layout:
         page["list"] = {"viewMode": layout}
+        if agent_offers_proposals(agent):
+            schema = UI_SETTINGS["defaultListLayout"].schema
+            page["proposable"] = [
+                {"kind": "preference", "target": {"namespace": "ui", "key": "defaultListLayout"},
+                 "schema": schema, "current": layout, "description": "Default layout of lists"},
+                {"kind": "view_state", "target": {"resource": f"data/{table.name}", "view": "layout"},
+                 "schema": schema, "current": layout, "description": f"Layout of the list of {table.label}"[:120]},
+            ]
     return {"page": page}

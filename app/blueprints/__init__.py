@@ -37,6 +37,7 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(tables_admin.bp, url_prefix="/admin/tables")
     app.register_blueprint(triggers_admin.bp, url_prefix="/admin/triggers")
 
-    from app.blueprints import api
+    from app.blueprints import api, assistant_admin
 
     app.register_blueprint(api.bp, url_prefix="/api")
+    app.register_blueprint(assistant_admin.bp, url_prefix="/admin/assistant")

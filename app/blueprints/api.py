@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, abort, jsonify, request
 from flask_login import current_user
 
 from app import api
 from app.api.body import json_body
 from app.api.errors import ApiError
+from app.assistance.capabilities import capabilities_of
 from app.assistance.preferences import PreferenceError, delete_preferences, preferences_of, update_preferences
 from app.extensions import db
 
@@ -42,3 +43,11 @@ def preferences_delete():
     result = delete_preferences(current_user, namespace, request.args.get("key") or None)
     db.session.commit()
     return jsonify(data=result)
+
+
+@bp.route("/assistant/capabilities")
+def capabilities():
+    """Say what the assistant offers this user; not behind the switch, so a client learns it is off."""
+    if current_user.role == "guest":
+        abort(403)
+    return jsonify(data=capabilities_of(current_user))

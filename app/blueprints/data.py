@@ -8,6 +8,7 @@ from flask_login import current_user
 from app import navigation
 from app.agents import turns
 from app.assistance.context import ContextRejected, parse_context_text
+from app.assistance.gate import assistant_enabled
 from app.assistance.preferences import PreferenceError, ui_setting, update_preferences
 from app.conversations import get_own_conversation, transcript
 from app.extensions import db
@@ -56,9 +57,9 @@ def get_record(definition: DataTable, row_id: int) -> dict:
 
 
 def assistant_agent(definition: DataTable) -> Agent | None:
-    """Return the agent of the table's assistant panel, if the user may chat with it."""
+    """Return the agent of the table's assistant panel, if the user may chat with it (and it is switched on)."""
     agent = definition.assistant_agent
-    if agent is None or not agent.usable_by(current_user) or current_user.role == "guest":
+    if agent is None or not agent.usable_by(current_user) or current_user.role == "guest" or not assistant_enabled():
         return None
     return agent
 

@@ -5,6 +5,7 @@ from app.models.approvals import ApprovalRecord, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
 from app.models.compaction import CompactionRecord
 from app.models.memories import Memory
+from app.models.settings import InstanceSetting
 from app.models.shares import Share
 from app.models.tables import DataField, DataTable, Trigger, TriggerRun
 from app.models.users import ROLES, User
@@ -17,6 +18,7 @@ __all__ = [
     "Conversation",
     "DataField",
     "DataTable",
+    "InstanceSetting",
     "Memory",
     "Message",
     "ModelConfig",

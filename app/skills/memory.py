@@ -9,7 +9,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.memories import MAX_CHARS, MemoryUnavailable, clean_text, recall, remember, text_error
+from app.memories import MAX_CHARS, MemoryUnavailable, clean_text, recall, relevance, remember, text_error
 from app.skills.registry import Skill, SkillContext
 
 INSTRUCTIONS = (
@@ -17,6 +17,12 @@ INSTRUCTIONS = (
     "(the user's preferences, names, decisions). Use store_in_memory for lasting facts worth knowing "
     "next time, one short sentence each; never store passwords or other secrets."
 )
+
+
+# Measured with the bundled MiniLM (benchmarks/memory_relevance.py): a question's answering memory scored
+# 0.26 to 0.77 (median 0.56); the best memory for an unrelated question 0.08 to 0.30 (median 0.19).
+# 0.25 kept all 23 related pairs and dropped 18 of the 20 unrelated questions' best hits.
+MIN_RELEVANCE = 0.25
 
 
 class Config(BaseModel):
@@ -28,6 +34,9 @@ class Config(BaseModel):
     """How many memories one search returns at most."""
     max_chars: int = Field(500, ge=20, le=MAX_CHARS, title="Longest memory (characters)")
     """Longest memory the agent may store, in characters."""
+    min_relevance: float = Field(MIN_RELEVANCE, ge=0, le=1, title="Minimum relevance")
+    """A search returns only memories at least this relevant (1 − cosine distance: 1 the same meaning, 0
+    unrelated). Lower finds looser matches, higher only close ones; 0 keeps all but the opposite."""
 
 
 def build(config: Config, ctx: SkillContext) -> FunctionToolset:
@@ -54,14 +63,15 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
             raise ModelRetry("Say what to look for in memory.")
         with ctx.app_context():
             try:
-                found = recall(query, limit=config.results, **scope)
+                found = recall(query, limit=config.results, min_relevance=config.min_relevance, **scope)
             except MemoryUnavailable as unavailable:
                 raise ToolFailed(str(unavailable)) from unavailable
             if not found:
-                return "Nothing in memory matches."
+                return (f"No memory matched (the minimum relevance is {config.min_relevance:g}). "
+                        "Answer without memory, or search again in other words.")
             return [
                 {"memory": memory.id, "text": memory.text, "saved": memory.created_at.date().isoformat(),
-                 "relevance": round(1 - distance, 2)}
+                 "relevance": round(relevance(distance), 2)}
                 for memory, distance in found
             ]
 

@@ -82,8 +82,8 @@ def test_a_personal_memory_is_stored_and_found_again_in_a_later_chat(app, client
 
     [step] = message.steps
     found = json.loads(step["result"])
-    assert [hit["text"] for hit in found] == ["My favourite colour is teal.", "I live in Lisbon."]
-    assert found[0]["relevance"] > found[1]["relevance"]
+    assert [hit["text"] for hit in found] == ["My favourite colour is teal."]  # the city is not relevant
+    assert found[0]["relevance"] >= Config().min_relevance
     assert {"search_memory", "store_in_memory"} == {tool.name for tool in script.infos[0].function_tools}
     assert "long-term memory" in script.infos[0].instructions
 
@@ -103,7 +103,7 @@ def test_personal_memories_are_kept_apart_and_shared_ones_are_not(app, client, a
     _run, mine = chat_with(app, client, personal, "What colour do I like?")
     _run, ours = chat_with(app, client, shared, "What is the wifi called?")
 
-    assert mine.steps[-1]["result"] == "Nothing in memory matches."
+    assert mine.steps[-1]["result"].startswith("No memory matched")
     assert json.loads(ours.steps[-1]["result"])[0]["text"] == "The office wifi is called Harbour."
     assert memories(app)[1] == (ada, shared, "shared", f"memories-agent-{shared}",
                                 "The office wifi is called Harbour.")
@@ -198,10 +198,41 @@ def test_deleting_the_user_removes_their_memories_and_vectors(app, client, auth,
         assert store_from_config(app.config).count(f"memories-user-{leaving}") == 0
 
 
+UNRELATED_MEMORIES = ["My favourite colour is teal.", "I live in Lisbon.", "The office wifi is called Harbour."]
+
+
+def test_a_search_that_nothing_is_relevant_to_says_no_memory_matched(app, client, auth, scripted_model):
+    auth.login_as("user")
+    question = [("search_memory", {"query": "How do I reverse a linked list?"})]
+    agent_id = memory_agent(app, scripted_model, Script(store(*UNRELATED_MEMORIES), "Noted.", question))
+    chat_with(app, client, agent_id, "Remember these.")
+
+    run, message = chat_with(app, client, agent_id, "Reverse a linked list")
+    assert run.status == "succeeded", run.error
+    [step] = message.steps
+    assert not step["failed"]
+    assert step["result"] == ("No memory matched (the minimum relevance is 0.25). "
+                              "Answer without memory, or search again in other words.")
+
+
+def test_the_minimum_relevance_is_a_setting(app, client, auth, scripted_model):
+    auth.login_as("user")
+    question = [("search_memory", {"query": "How do I reverse a linked list?"})]
+    agent_id = memory_agent(app, scripted_model, Script(store(*UNRELATED_MEMORIES), "Noted.", question),
+                            min_relevance=0)
+    chat_with(app, client, agent_id, "Remember these.")
+    _run, message = chat_with(app, client, agent_id, "Reverse a linked list")
+    found = json.loads(message.steps[0]["result"])
+    # Noise, when asked for: a memory barely related (the others point away from the question, below 0).
+    assert [(hit["text"], hit["relevance"] < 0.25) for hit in found] == [("The office wifi is called Harbour.", True)]
+
+
 def test_settings_are_bounded():
     with pytest.raises(ValidationError):
         Config(max_chars=5_000)
     with pytest.raises(ValidationError):
         Config(results=0)
+    with pytest.raises(ValidationError):
+        Config(min_relevance=1.5)
     with pytest.raises(ValidationError):
         Config(scope="everyone")

@@ -14,6 +14,7 @@ DEFAULTS: dict[str, object] = {
     "SESSION_COOKIE_SAMESITE": "Lax",
     "REMEMBER_COOKIE_HTTPONLY": True,
     "WTF_CSRF_TIME_LIMIT": None,
+    "PROXY_FIX_HOPS": 0,
     "MAX_CONTENT_LENGTH": 16 * 1024 * 1024,
     # Serving: one process's capacity. A live stream holds a request thread (never a database
     # connection while it waits), so the threads bound the streams; see pool_options().

@@ -46,3 +46,12 @@ class SetupForm(NewUserForm):
 class EditUserForm(FlaskForm):
     role = SelectField("Role", choices=[SelectChoice(r, r.title()) for r in ROLES])
     active = BooleanField("Active")
+
+
+class PasswordForm(FlaskForm):
+    current = PasswordField("Current password", validators=[DataRequired(), Length(max=200)])
+    password = PasswordField("New password", validators=[
+        DataRequired(), Length(min=PASSWORD_MIN, max=200,
+                               message=f"Use between {PASSWORD_MIN} and 200 characters.")])
+    confirm = PasswordField("Repeat the new password",
+                            validators=[DataRequired(), EqualTo("password", "The passwords differ.")])

@@ -8,7 +8,9 @@ from typing import Any
 
 from flask import Flask, abort, current_app, g, jsonify, redirect, request, url_for
 from flask_login import current_user
+from werkzeug.middleware.proxy_fix import ProxyFix
 
+from app import sessions
 from app.extensions import db, login_manager
 from app.models import User
 
@@ -47,10 +49,10 @@ member_required = roles_required("admin", "user")
 
 
 @login_manager.user_loader
-def load_user(user_id: str) -> User | None:
-    # Loaded on every request, so a changed role or a deactivated account applies at once.
-    user = db.session.get(User, int(user_id))
-    return user if user is not None and user.active else None
+def load_user(token: str) -> User | None:
+    # Loaded on every request by its session's token, so a sign-out, a new password, a changed role
+    # or a deactivated account applies at once.
+    return sessions.load_user(token)
 
 
 @login_manager.unauthorized_handler
@@ -77,6 +79,10 @@ def wants_json() -> bool:
 def init_app(app: Flask) -> None:
     login_manager.login_view = "auth.login"
     login_manager.session_protection = "strong"
+    login_manager._session_identifier_generator = sessions.session_identifier  # no X-Forwarded-For
+    hops = int(app.config["PROXY_FIX_HOPS"] or 0)
+    if hops:  # behind that many trusted proxies: take the client's address and scheme from them
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     app.before_request(_require_sign_in)
     app.after_request(_security_headers)
 

@@ -95,15 +95,23 @@ def test_only_admins_reach_user_administration(app, client, auth, role):
 
 # --- roles and deactivation take effect on the next request -----------------------------------------
 
-def test_a_changed_role_applies_on_the_users_next_request(app, client, admin, other):
+def test_a_changed_role_ends_the_users_sessions_and_applies_when_they_sign_in_again(app, client, admin, other):
     other_client, other_id = other
     assert other_client.get("/admin/users").status_code == 403
     response = client.post(f"/admin/users/{other_id}", data={"role": "admin", "active": "y"})
     assert response.status_code == 302
+    signed_out = other_client.get("/admin/users")
+    assert signed_out.status_code == 302 and signed_out.location.startswith("/login")
+    other_client.post("/login", data={"email": "other@example.org", "password": PASSWORD})
     assert other_client.get("/admin/users").status_code == 200
     client.post(f"/admin/users/{other_id}", data={"role": "guest", "active": "y"})
+    assert other_client.get("/admin/users").status_code == 302  # signed out again
+    other_client.post("/login", data={"email": "other@example.org", "password": PASSWORD})
     assert other_client.get("/admin/users").status_code == 403
     assert other_client.post("/chat/", data={"agent_id": 1}).status_code in (403, 404)
+    # Saving the row unchanged ends nothing.
+    client.post(f"/admin/users/{other_id}", data={"role": "guest", "active": "y"})
+    assert other_client.get("/chat/").status_code == 200
 
 
 def test_role_change_over_htmx_returns_the_row(app, client, admin, other):

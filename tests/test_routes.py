@@ -79,6 +79,9 @@ ROUTES: dict[str, Access] = {
     "auth.login": Access(public=True),
     "auth.logout": Access(reach=(302,), changes=True),  # back to the sign-in page
     "auth.setup": Access(public=True, reach=(404,)),  # gone once a user exists
+    "account.show": Access(),
+    "account.update_password": Access(data={"current": "wrong"}),  # 422 beside the field
+    "account.sign_out_everywhere": Access(reach=(302,), changes=True),  # back to the sign-in page
     "admin.index": Access(ADMINS),
     "admin.create": Access(ADMINS),
     "admin.update": Access(ADMINS, args={"user_id": "@victim"}, data={"role": "user", "active": "y"}),

@@ -6,10 +6,11 @@ from flask import Flask
 
 
 def register_blueprints(app: Flask) -> None:
-    from app.blueprints import admin, agents, auth, chat, home, models, runs, shares
+    from app.blueprints import account, admin, agents, auth, chat, home, models, runs, shares
 
     app.register_blueprint(home.bp)
     app.register_blueprint(auth.bp)
+    app.register_blueprint(account.bp, url_prefix="/account")
     app.register_blueprint(admin.bp, url_prefix="/admin")
     app.register_blueprint(models.bp, url_prefix="/admin/models")
     app.register_blueprint(agents.bp, url_prefix="/admin/agents")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
-from flask_login import current_user, login_user, logout_user
+from flask_login import current_user
 
+from app import sessions
 from app.accounts import create_user
 from app.extensions import db
 from app.forms import SetupForm, SignInForm
@@ -28,7 +29,8 @@ def login():
     if form.validate_on_submit():
         user = db.session.scalar(db.select(User).where(User.email == form.email.data.strip().lower()))
         if user is not None and user.active and user.check_password(form.password.data):
-            login_user(user, remember=form.remember.data)
+            sessions.sign_in(user, remember=form.remember.data)
+            db.session.commit()
             return redirect(_safe_next(request.args.get("next")))
         form.password.errors.append("Wrong e-mail or password.")
     status = 422 if request.method == "POST" else 200
@@ -37,7 +39,8 @@ def login():
 
 @bp.route("/logout", methods=["POST"])
 def logout():
-    logout_user()
+    sessions.sign_out()
+    db.session.commit()
     flash("You are signed out.")
     return redirect(url_for("auth.login"))
 
@@ -52,8 +55,9 @@ def setup():
     if form.validate_on_submit():
         user = create_user(form.email.data, form.name.data, form.password.data, role="admin")
         ensure_defaults()
+        db.session.flush()
+        sessions.sign_in(user)
         db.session.commit()
-        login_user(user)
         flash("Welcome to Skilldesk. You are its first admin.")
         return redirect(url_for("home.index"))
     status = 422 if request.method == "POST" else 200

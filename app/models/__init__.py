@@ -8,7 +8,7 @@ from app.models.memories import Memory
 from app.models.settings import InstanceSetting
 from app.models.shares import Share
 from app.models.tables import DataField, DataTable, Trigger, TriggerRun
-from app.models.users import ROLES, User
+from app.models.users import ROLES, User, UserSession
 
 __all__ = [
     "ROLES",
@@ -29,4 +29,5 @@ __all__ = [
     "Trigger",
     "TriggerRun",
     "User",
+    "UserSession",
 ]

@@ -7,13 +7,16 @@ whose row still exists in the same collection, so a stale vector can never surfa
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from flask import current_app
 
 from app.agents.purge import user_purgers
 from app.extensions import db
-from app.knowledge.vectors import VectorStore, store_from_config
 from app.models import Memory, User
+
+if TYPE_CHECKING:
+    from app.knowledge.vectors import VectorStore
 
 MAX_CHARS = 2_000
 PAGE_SIZE = 50
@@ -25,6 +28,9 @@ class MemoryUnavailable(Exception):
 
 def vector_store() -> VectorStore:
     """Return the app's vector store (Chroma, embedding with the configured embedder)."""
+    # Imported here for laziness: chromadb and numpy cost ~0.5 s at start and only memory needs them.
+    from app.knowledge.vectors import store_from_config
+
     return store_from_config(current_app.config)
 
 

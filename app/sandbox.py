@@ -27,8 +27,6 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from py_mini_racer import JSEvalException, JSOOMException, MiniRacer, init_mini_racer
-
 
 @dataclass
 class SandboxLimits:
@@ -310,6 +308,9 @@ _call_ids = itertools.count()  # unique for the child's life, so a late answer n
 
 
 def _child_main(conn: Connection) -> None:
+    # Imported here for laziness: V8 is loaded in the sandbox's child process only, never at start.
+    from py_mini_racer import MiniRacer, init_mini_racer
+
     init_mini_racer(ignore_duplicate_init=True)
     # The first isolate reserves V8's shared code range; do it before the data cap is measured.
     MiniRacer().close()
@@ -329,6 +330,8 @@ def _child_main(conn: Connection) -> None:
 
 
 async def _child_run(conn: Connection, code: str, names: list[str], timeout: float, max_memory: int) -> tuple:
+    from py_mini_racer import JSEvalException, JSOOMException, MiniRacer  # in the child only, as above
+
     loop = asyncio.get_running_loop()
     waiting: dict[int, asyncio.Future[str]] = {}
 

@@ -10,18 +10,19 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx2
-from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_ai import RunContext
-from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.toolsets import AbstractToolset, DynamicToolset
 
 from app.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
 from app.outbound import guarded_async_client, policy_from_config
 from app.skills.registry import Skill, SkillContext
+
+if TYPE_CHECKING:
+    from pydantic_ai.mcp import MCPToolset
 
 PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,29}$")
 
@@ -102,6 +103,10 @@ class Config(BaseModel):
 
 
 def _stdio_toolset(config: Config) -> MCPToolset:
+    # Imported here for laziness: the MCP client stack costs ~0.8 s at start and only MCP skills use it.
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai.mcp import MCPToolset
+
     missing = [name for name in config.env if not os.environ.get(name)]
     if missing:
         raise MissingSecret(f"The MCP server needs the environment variable {', '.join(missing)}, "
@@ -125,6 +130,9 @@ def _http_toolset(config: Config, ctx: SkillContext) -> AbstractToolset[Any]:
         return guarded_async_client(policy, **options)
 
     async def connect(_run: RunContext[Any]) -> MCPToolset:
+        from fastmcp.client.transports import StreamableHttpTransport  # lazily, as in _stdio_toolset
+        from pydantic_ai.mcp import MCPToolset
+
         # Once per run: the user's secrets are filled in, then the session opens through the guard.
         headers = await asyncio.to_thread(resolve_headers)
         transport = StreamableHttpTransport(config.url, headers=headers, httpx_client_factory=guarded_client)

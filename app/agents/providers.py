@@ -13,14 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
 from flask import current_app, has_app_context
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from app.agents.offline import make_offline_model
 from app.models import ModelConfig
-from app.outbound import OutboundPolicy, guarded_async_client, policy_from_config
+from app.outbound import OutboundPolicy, PinnedAsyncTransport, policy_from_config
 
 # Settings a role gets unless the configuration's profile for that role says otherwise.
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -78,7 +77,6 @@ class ModelSpec:
         # The timeout bounds what the user waits for, the SDK's retries included: until a streamed
         # answer starts (chat turns), or for the whole request (titles, summaries: not streamed).
         # Each attempt, and each wait between two parts of a streamed answer, has the same bound.
-        settings["max_retries"] = self.retries
         settings["first_event_timeout" if role == "chat" else "request_timeout"] = settings["timeout"]
         return settings
 
@@ -94,9 +92,6 @@ OFFLINE_SPEC = ModelSpec(None, "Built-in offline model", "offline", "skilldesk-o
                          32_000, None, None, 60.0, {})
 
 
-# The SDK client's own bounds, as pydantic-ai sets them; each request carries the configuration's timeout.
-SDK_TIMEOUT = httpx2.Timeout(timeout=600, connect=5)
-
 # Extra providers by name (plugins, and the scripted models of the test suite).
 _factories: dict[str, Callable[[ModelSpec], Model]] = {}
 
@@ -110,8 +105,9 @@ def register_provider(name: str, factory: Callable[[ModelSpec], Model] | None) -
 
 
 # Provider models by what their client depends on, kept for the process: building an SDK client
-# (its HTTP client and TLS context) costs more than the rest of a turn. Settings that change per
-# request (timeout, retries, max tokens) travel with each request, not in the client.
+# (its HTTP client and TLS context) costs more than the rest of a turn. The retries are the client's
+# own (a per-request `max_retries` setting would make the SDK copy its client on every request);
+# the other settings (timeouts, max tokens) travel with each request.
 _models: OrderedDict[tuple, Model] = OrderedDict()
 _models_lock = threading.Lock()
 MODELS_KEPT = 64
@@ -127,7 +123,7 @@ def build_model(spec: ModelSpec) -> Model:
     if spec.provider == "offline":
         return make_offline_model(spec.context_window)
     key = _api_key(spec)
-    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window,
+    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window, spec.retries,
                  spec.outbound if spec.provider == "openai-compatible" else None)
     with _models_lock:
         model = _models.get(cache_key)
@@ -143,31 +139,41 @@ def build_model(spec: ModelSpec) -> Model:
 
 
 def _provider_model(spec: ModelSpec, key: str | None) -> Model:
+    # The SDK clients are built here only to give them the configuration's retries; their HTTP
+    # clients are the ones pydantic-ai would make.
+    from pydantic_ai.models import create_async_http_client, create_async_httpx2_client
+
     profile = {"context_window": spec.context_window}
+    base_url, retries = spec.base_url or None, spec.retries
     if spec.provider in ("openai", "openai-chat", "openai-compatible"):
+        from openai import AsyncOpenAI
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
         # A server by base URL is reached like any tool's URL: pinned, and refused on a private
         # address unless OUTBOUND_ALLOWED_HOSTS names it. OpenAI's own endpoint needs no guard.
-        http_client = guarded_async_client(spec.outbound, timeout=SDK_TIMEOUT) \
-            if spec.provider == "openai-compatible" else None
-        provider = OpenAIProvider(base_url=spec.base_url or None, api_key=key or "not-needed",
-                                  http_client=http_client)
+        guard = PinnedAsyncTransport(spec.outbound) if spec.provider == "openai-compatible" else None
+        http_client = create_async_httpx2_client(transport=guard)
+        client = AsyncOpenAI(base_url=base_url, api_key=key or "not-needed", max_retries=retries,
+                             http_client=http_client)
         cls = OpenAIResponsesModel if spec.provider == "openai" else OpenAIChatModel
-        return cls(spec.model_name, provider=provider, profile=profile)
+        return cls(spec.model_name, provider=OpenAIProvider(openai_client=client), profile=profile)
     if spec.provider == "anthropic":
+        from anthropic import AsyncAnthropic
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        provider = AnthropicProvider(api_key=key, base_url=spec.base_url or None)
-        return AnthropicModel(spec.model_name, provider=provider, profile=profile)
+        client = AsyncAnthropic(api_key=key, base_url=base_url, max_retries=retries,
+                                http_client=create_async_httpx2_client())
+        return AnthropicModel(spec.model_name, provider=AnthropicProvider(anthropic_client=client), profile=profile)
     if spec.provider == "groq":
+        from groq import AsyncGroq
         from pydantic_ai.models.groq import GroqModel
         from pydantic_ai.providers.groq import GroqProvider
 
-        return GroqModel(spec.model_name, provider=GroqProvider(api_key=key, base_url=spec.base_url or None),
-                         profile=profile)
+        client = AsyncGroq(api_key=key, base_url=base_url or "https://api.groq.com", max_retries=retries,
+                           http_client=create_async_http_client())
+        return GroqModel(spec.model_name, provider=GroqProvider(groq_client=client), profile=profile)
     raise ModelUnavailable(f"Unknown provider {spec.provider!r}.")
 
 

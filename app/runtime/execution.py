@@ -31,6 +31,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.usage import UsageLimits
 
 from app.extensions import db
+from app.guards.outbound import OutboundRefused
 from app.models import Agent, Conversation, Message, ModelConfig, Run, RunEvent, User
 from app.models.base import utcnow
 from app.runtime import deferred, loop
@@ -261,7 +262,8 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
             except ModelHTTPError as error:
                 outcome.status, outcome.error = "failed", provider_error(error)
                 outcome.messages = list(captured)
-            except (ModelAPIError, UnexpectedModelBehavior, ModelUnavailable, LookupError) as error:
+            except (ModelAPIError, UnexpectedModelBehavior, ModelUnavailable, LookupError,
+                    OutboundRefused) as error:
                 outcome.status, outcome.error = "failed", str(error)
                 outcome.messages = list(captured)
             except Exception as error:  # recorded on the run, shown to the user, and logged

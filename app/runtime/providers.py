@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from flask import current_app, has_app_context
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, policy_from_config
 from app.models import ModelConfig
 from app.runtime.offline import make_offline_model
 
@@ -48,14 +50,18 @@ class ModelSpec:
     timeout: float
     profiles: dict
     retries: int = 0
+    outbound: OutboundPolicy = OutboundPolicy()
+    """The guard an OpenAI-compatible server's base URL is reached through (OUTBOUND_* of the app)."""
 
     @classmethod
     def of(cls, config: ModelConfig | None) -> ModelSpec:
         if config is None:
             return OFFLINE_SPEC
+        # Read where the configuration is read (an app context); without one, the strictest guard.
+        outbound = policy_from_config(current_app.config) if has_app_context() else OutboundPolicy()
         return cls(config.id, config.name, config.provider, config.model_name, config.base_url,
                    config.api_key_env, config.context_window, config.max_tokens, config.temperature,
-                   config.timeout, dict(config.profiles or {}), config.retries or 0)
+                   config.timeout, dict(config.profiles or {}), config.retries or 0, outbound)
 
     def settings(self, role: str = "chat") -> ModelSettings:
         """Return the model settings for a role: configuration, then role defaults, then the role profile."""
@@ -117,7 +123,8 @@ def build_model(spec: ModelSpec) -> Model:
     if spec.provider == "offline":
         return make_offline_model(spec.context_window)
     key = _api_key(spec)
-    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window, spec.retries)
+    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window, spec.retries,
+                 spec.outbound if spec.provider == "openai-compatible" else None)
     with _models_lock:
         model = _models.get(cache_key)
         if model is not None:
@@ -143,8 +150,12 @@ def _provider_model(spec: ModelSpec, key: str | None) -> Model:
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
+        # A server by base URL is reached like any tool's URL: pinned, and refused on a private
+        # address unless OUTBOUND_ALLOWED_HOSTS names it. OpenAI's own endpoint needs no guard.
+        guard = PinnedAsyncTransport(spec.outbound) if spec.provider == "openai-compatible" else None
+        http_client = create_async_httpx2_client(transport=guard)
         client = AsyncOpenAI(base_url=base_url, api_key=key or "not-needed", max_retries=retries,
-                             http_client=create_async_httpx2_client())
+                             http_client=http_client)
         cls = OpenAIResponsesModel if spec.provider == "openai" else OpenAIChatModel
         return cls(spec.model_name, provider=OpenAIProvider(openai_client=client), profile=profile)
     if spec.provider == "anthropic":

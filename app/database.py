@@ -1,6 +1,12 @@
-"""Engine settings that depend on the database: SQLite gets WAL, foreign keys and a busy timeout."""
+"""Engine settings that depend on the database (SQLite gets WAL, foreign keys and a busy timeout), and the
+purge steps: what else each area deletes with a conversation or a user.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from flask import Flask
 from sqlalchemy import event
@@ -9,7 +15,21 @@ from sqlalchemy.engine import Engine
 from app.extensions import db
 
 
+@dataclass
+class PurgeSteps:
+    """What else to delete with a conversation or a user; each area adds its steps in its `init_app`."""
+
+    conversation: list[Callable[[Any], None]] = field(default_factory=list)
+    user: list[Callable[[Any], None]] = field(default_factory=list)
+
+
+def purge_steps(app: Flask) -> PurgeSteps:
+    """Return the app's purge steps (kept in `app.extensions["purge_steps"]`)."""
+    return app.extensions.setdefault("purge_steps", PurgeSteps())
+
+
 def init_app(app: Flask) -> None:
+    purge_steps(app)
     with app.app_context():
         engine = db.engine
     if engine.dialect.name == "sqlite":

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from flask import current_app
 
-from app.chat.purge import user_purgers
 from app.extensions import db
 from app.models import Memory, User
 
@@ -143,7 +142,3 @@ def _embed(memory: Memory) -> None:
 def _row_id(vector_id: str) -> int | None:
     prefix, _, number = vector_id.partition("-")
     return int(number) if prefix == "memory" and number.isdigit() else None
-
-
-if purge_user_memories not in user_purgers:
-    user_purgers.append(purge_user_memories)

@@ -37,8 +37,8 @@ class Outcome:
     output_tokens: int = 0
     requests: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
-    # Capabilities that may have compacted the context during the run (their `.results`).
-    compactors: list[Any] = field(default_factory=list)
+    # The agent's skills as built for the run: (skill, its validated Config, what its build returned).
+    skills: list[tuple[Any, Any, list[Any]]] = field(default_factory=list)
     # The calls the run ended on because they wait for a person (approval, plan, question).
     waiting: DeferredToolRequests | None = None
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
 
 def test_ctrl_c_during_a_run_marks_it_interrupted_and_keeps_the_message(tmp_path):
-    env = instance(tmp_path)
+    env = instance(tmp_path, SKILLDESK_OUTBOUND_ALLOWED_HOSTS="127.0.0.1")  # the admin allows the local model
     with fake_openai("hang") as provider:
         app = app_on(env)
         with app.app_context():

@@ -101,6 +101,17 @@ def reachable() -> str | None:
     return None
 
 
+def connections_per_worker(workers: int) -> int:
+    """Share the PostgreSQL server's free connections among the workers (DATABASE_MAX_CONNECTIONS)."""
+    import psycopg
+
+    with psycopg.connect(POSTGRES, autocommit=True) as connection:
+        limit = int(connection.execute("SHOW max_connections").fetchone()[0])
+        used = connection.execute("SELECT count(*) FROM pg_stat_activity").fetchone()[0]
+    # Each worker also holds a listening connection; this process and the consumer need a few.
+    return max(3, (limit - used - 2 * workers - 8) // workers)
+
+
 def scratch_database(name: str, create: bool) -> str:
     """Create (or drop) a database on the benchmark's PostgreSQL server; return its URL."""
     import psycopg
@@ -153,11 +164,13 @@ class Deployment:
         self.control = None
 
     def __enter__(self) -> Deployment:
+        self.connections = connections_per_worker(workers=5)  # A's four and B's one
         chroma_port, self.port_a, self.port_b = free_port(), free_port(), free_port()
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False",
                     "DATABASE_URL": scratch_database(self.database, create=True), "REDIS_URL": REDIS,
                     "CHROMA_URL": f"http://127.0.0.1:{chroma_port}", "SKILLDESK_SECRET_KEY": "bench",
-                    "SKILLDESK_JOBS_SQLITE_PATH": str(self.folder / "jobs.sqlite3")}
+                    "SKILLDESK_JOBS_SQLITE_PATH": str(self.folder / "jobs.sqlite3"),
+                    "SKILLDESK_DATABASE_MAX_CONNECTIONS": str(self.connections)}
         chroma_log = self.folder / "chroma.log"
         chroma = start([str(BIN / "chroma"), "run", "--host", "127.0.0.1", "--port", str(chroma_port), "--path",
                         str(self.folder / "chroma")], self.env, chroma_log)
@@ -412,6 +425,7 @@ def main() -> int:
         print(f"serving_workers: skipped: {missing} (set SKILLDESK_BENCH_POSTGRES / SKILLDESK_BENCH_REDIS_URL)")
         return 0
     with Deployment(Path(tempfile.mkdtemp(prefix="skilldesk-workers-"))) as deployment:
+        figures.report("database_connections_per_worker", deployment.connections, "(DATABASE_MAX_CONNECTIONS)")
         asyncio.run(concurrent_round(deployment, figures, 40 if quick else 200))
         asyncio.run(cross_worker_round(deployment, figures, 5 if quick else 30))
         asyncio.run(stop_round(deployment, figures, 5 if quick else 20))

@@ -209,7 +209,7 @@ def checked_addresses(host: str, port: int, policy: OutboundPolicy, target: str)
     """
     # getaddrinfo also normalises numeric forms (0x7f000001, 2130706433, 017700000001, 127.1).
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
+    addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
     for ip in addresses:
         reason = refusal_reason(ip)
         if reason and not policy.allows(host, ip):

@@ -37,6 +37,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.table",
     "app.skills.preload_data",
     "app.skills.compaction",
+    "app.skills.ui_proposals",
 )
 
 Built = AbstractCapability[Any] | AbstractToolset[Any]

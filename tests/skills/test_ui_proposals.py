@@ -1,4 +1,4 @@
-"""UI proposals: checked tool calls, proposals in the answer's metadata, claims of applying replaced, nothing applied."""
+"""UI proposals: checked tool calls, proposals in the message's metadata, claims of applying replaced."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from app.assistance.preferences import ui_setting
 from app.assistance.proposals import PENDING, ProposalRejected, check_reason, claims_applied
 from app.extensions import db
-from app.models import Message, RunEvent, User
+from app.models import RunEvent, User
+from app.runtime import execution
 from app.tables.schema import get_table
 from tests.chat_driver import last_run_id, outcome, start_chat
 from tests.conftest import make_agent
@@ -51,9 +52,7 @@ def run_chat(app, client, auth, scripted_model, script: Script, page: dict | Non
         data["context"] = json.dumps({"page": page})
     assert client.post(f"/chat/{conversation_id}/messages", data=data).status_code == 302
     run_id = last_run_id(app, conversation_id)
-    from app.agents import runtime
-
-    runtime.wait(run_id)
+    execution.wait(run_id)
     run, message = outcome(app, run_id)
     with app.app_context():
         events = [(e.type, e.data) for e in db.session.scalars(db.select(RunEvent).where(

@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import DeferredToolRequests
 
-from app.agents.events import EventWriter
+from app.runtime.events import EventWriter
 
 STEP_RESULT_CHARS = 4_000
 

@@ -17,8 +17,8 @@ from urllib.parse import unquote
 import httpx2
 import pytest
 
-from app.html_text import html_to_text
-from app.outbound import (
+from app.guards.html_text import html_to_text
+from app.guards.outbound import (
     OutboundPolicy,
     OutboundRefused,
     fetch,

@@ -20,8 +20,8 @@ from werkzeug.security import generate_password_hash
 
 from app import create_app
 from app.api.tokens import create_token
-from app.credentials import save_credential
 from app.extensions import db
+from app.guards.credentials import save_credential
 from app.models import (
     Agent,
     Conversation,

@@ -6,10 +6,10 @@ from flask import Flask
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.exceptions import AgentRunError, ModelHTTPError, ModelRequestTimeout, ModelTimeoutError
 
-from app.agents import loop
-from app.agents.providers import ModelSpec, ModelUnavailable, build_model
-from app.agents.runtime import provider_error
-from app.outbound import OutboundRefused
+from app.guards.outbound import OutboundRefused
+from app.runtime import loop
+from app.runtime.execution import provider_error
+from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
 
 
 async def _ping(spec: ModelSpec) -> str:

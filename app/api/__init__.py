@@ -12,7 +12,7 @@ from flask import Blueprint, Flask, current_app, request
 from app.api.errors import ApiError, api_error_response
 from app.api.tokens import SAFE_METHODS, request_token, user_for_bearer
 from app.extensions import csrf, login_manager
-from app.security import is_api_request
+from app.web.security import is_api_request
 
 
 def init_blueprint(bp: Blueprint) -> None:

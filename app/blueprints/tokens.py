@@ -9,7 +9,7 @@ from app.api.tokens import TokenError, create_token, revoke_token, tokens_of
 from app.assistance.forms import ApiTokenForm
 from app.extensions import db
 from app.models.base import utcnow
-from app.security import member_required
+from app.web.security import member_required
 
 bp = Blueprint("tokens", __name__)
 

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from app.outbound import OutboundPolicy, guarded_client, policy_from_config
+from app.guards.outbound import OutboundPolicy, guarded_client, policy_from_config
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

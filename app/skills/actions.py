@@ -22,11 +22,11 @@ from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.credentials import HeaderLines, fill_headers
 from app.extensions import db
+from app.guards.credentials import HeaderLines, fill_headers
+from app.guards.outbound import fetch, policy_from_config
 from app.models import User
-from app.outbound import fetch, policy_from_config
-from app.skills.registry import Skill, SkillContext
+from app.runtime.skill import Skill, SkillContext
 from app.skills.subagent import TOOL_NAME, delegate, reach
 from app.tables import permissions, records, schema
 

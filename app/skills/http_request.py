@@ -1,6 +1,6 @@
 """HTTP request: fetch a web page or call an HTTP API through the guarded client; HTML comes back as text.
 
-Every request, and every redirect hop, goes through app.outbound: loopback, private, link-local and
+Every request, and every redirect hop, goes through app.guards.outbound: loopback, private, link-local and
 metadata addresses are refused unless OUTBOUND_ALLOWED_HOSTS or this skill's own list names them.
 """
 
@@ -16,15 +16,9 @@ from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.html_text import html_to_text
-from app.outbound import (
-    OutboundPolicy,
-    OutboundRefused,
-    OutboundResponse,
-    fetch,
-    policy_from_config,
-)
-from app.skills.registry import Skill, SkillContext
+from app.guards.html_text import html_to_text
+from app.guards.outbound import OutboundPolicy, OutboundRefused, OutboundResponse, fetch, policy_from_config
+from app.runtime.skill import Skill, SkillContext
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "+json", "+xml")

@@ -22,9 +22,9 @@ from pydantic_ai import Tool
 from pydantic_ai.capabilities import WebSearch
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
-from app.html_text import html_to_text
-from app.outbound import OutboundPolicy, OutboundRefused, fetch, policy_from_config
-from app.skills.registry import Skill, SkillContext
+from app.guards.html_text import html_to_text
+from app.guards.outbound import OutboundPolicy, OutboundRefused, fetch, policy_from_config
+from app.runtime.skill import Skill, SkillContext
 
 Backend = Literal["duckduckgo", "searxng", "tavily", "brave"]
 BACKEND_NAMES = {"duckduckgo": "DuckDuckGo", "searxng": "SearXNG", "tavily": "Tavily", "brave": "Brave"}

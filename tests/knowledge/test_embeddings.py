@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from app.guards.outbound import OutboundPolicy, OutboundRefused
 from app.knowledge.embeddings import (
     Embedder,
     EmbeddingsError,
@@ -21,7 +22,6 @@ from app.knowledge.embeddings import (
     embedder_from_config,
     load_minilm,
 )
-from app.outbound import OutboundPolicy, OutboundRefused
 
 LOCAL = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}))
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from app.guards.outbound import OutboundPolicy
 from app.knowledge.embeddings import Embedder, OpenAICompatibleEmbedder
 from app.knowledge.vectors import Hit, Record, VectorStore, collection_name, store_from_config
-from app.outbound import OutboundPolicy
 
 LOCAL = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}))  # the test's embeddings server
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from flask import current_app
 
-from app.agents.purge import user_purgers
+from app.chat.purge import user_purgers
 from app.extensions import db
 from app.models import Memory, User
 

@@ -17,9 +17,9 @@ from flask import current_app, has_app_context
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from app.agents.offline import make_offline_model
+from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, policy_from_config
 from app.models import ModelConfig
-from app.outbound import OutboundPolicy, PinnedAsyncTransport, policy_from_config
+from app.runtime.offline import make_offline_model
 
 # Settings a role gets unless the configuration's profile for that role says otherwise.
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {

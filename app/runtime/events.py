@@ -146,6 +146,8 @@ class EventWriter:
         self.run_id = run_id
         self.seq = start_seq
         self._text: list[str] = []
+        # Held text is stored only with the end event: the answer is shown once it is checked.
+        self.holding = False
         self._last_flush = time.monotonic()
         self._wakeups: wakeups.Wakeups = app.extensions["wakeups"]
 
@@ -153,8 +155,12 @@ class EventWriter:
         if not delta:
             return
         self._text.append(delta)
-        if time.monotonic() - self._last_flush >= TEXT_FLUSH_SECONDS:
+        if not self.holding and time.monotonic() - self._last_flush >= TEXT_FLUSH_SECONDS:
             self.flush()
+
+    def hold_text(self) -> None:
+        """Keep the text back until the end event (tool steps still go out at once)."""
+        self.holding = True
 
     def emit(self, type_: str, data: dict[str, Any]) -> None:
         self.flush()
@@ -162,7 +168,7 @@ class EventWriter:
 
     def flush(self) -> None:
         self._last_flush = time.monotonic()
-        if self._text:
+        if self._text and not self.holding:
             self._store([self._pending_text()])
 
     def stage(self, *events: tuple[str, dict[str, Any]]) -> None:

@@ -37,7 +37,7 @@ from app.models.base import utcnow
 from app.runtime import deferred, loop
 from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
-from app.runtime.outcome import Outcome, count_usage, translate, usage_from_messages
+from app.runtime.outcome import Outcome, count_usage, review_output, translate, usage_from_messages
 from app.runtime.providers import ModelSpec, ModelUnavailable
 
 log = logging.getLogger(__name__)
@@ -227,6 +227,10 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
                                     turn.extras, announce=writer.emit)
                 outcome.compactors = [c for c in built.capabilities if hasattr(c, "results")]
+                # Capabilities that check the complete answer before anyone sees it (UI proposals).
+                outcome.reviewers = [c for c in built.capabilities if hasattr(c, "review_output")]
+                if any(reviewer.holds_text() for reviewer in outcome.reviewers):
+                    writer.hold_text()
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
                     turn.prompt if turn.prompt or turn.deferred is None else None,
@@ -312,6 +316,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         outcome.text, outcome.steps, outcome.error = [], {}, None
         writer.discard_text()
         db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
+    if kept:
+        review_output(outcome, writer)
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error

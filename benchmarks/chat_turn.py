@@ -41,11 +41,11 @@ import flask_migrate  # noqa: E402
 from _figures import Figures, timed  # noqa: E402
 
 from app import create_app  # noqa: E402
-from app.accounts import create_user  # noqa: E402
-from app.agents import loop, providers  # noqa: E402
+from app.accounts.users import create_user  # noqa: E402
 from app.extensions import db  # noqa: E402
 from app.models import Agent, Conversation, Message, ModelConfig  # noqa: E402
 from app.models.base import utcnow  # noqa: E402
+from app.runtime import loop, providers  # noqa: E402
 
 TURNS = 40
 ROUNDS = 5

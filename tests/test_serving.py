@@ -9,10 +9,10 @@ import time
 import httpx
 from werkzeug.serving import make_server
 
-from app.agents import capacity, runtime
-from app.agents import events as run_events
 from app.extensions import db
 from app.models import Message, Run, User
+from app.runtime import capacity, execution
+from app.runtime import events as run_events
 from tests.chat_driver import chat_model, last_run_id, send, start_chat
 from tests.conftest import PASSWORD, make_agent
 
@@ -72,7 +72,7 @@ def test_a_stream_follower_holds_no_connection_while_it_waits(app, client, auth,
     finally:
         release.set()
         reader.join(10)
-        runtime.wait(run_id)
+        execution.wait(run_id)
     assert any(b"event: end" in chunk for chunk in chunks)
 
 
@@ -110,7 +110,7 @@ def test_a_turn_past_the_bound_of_runs_is_refused_with_503_and_nothing_is_stored
         assert _stored(app, other) == (0, 0)
     finally:
         release.set()
-        runtime.wait(run_id)
+        execution.wait(run_id)
     assert client.post(f"/chat/{other}/messages", data={"text": "Are you there?"}, headers=HX).status_code == 200
 
 
@@ -132,7 +132,7 @@ def test_past_the_bound_of_streams_a_stream_and_a_turn_are_refused_with_503(app,
     finally:
         release.set()
         reader.join(10)
-        runtime.wait(run_id)
+        execution.wait(run_id)
     assert any(b"event: end" in chunk for chunk in chunks)
     assert _until(lambda: capacity.streams() < app.config["MAX_STREAMS"])  # the slot came back
 
@@ -167,6 +167,6 @@ def test_a_stream_whose_client_went_away_gives_its_thread_back_while_the_run_goe
     finally:
         release.set()
         if run_id:
-            runtime.wait(run_id)
+            execution.wait(run_id)
         server.shutdown()
         server.server_close()

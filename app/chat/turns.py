@@ -1,0 +1,82 @@
+"""Request-side operations on conversations: start a chat, send a message, start unattended runs."""
+
+from __future__ import annotations
+
+from flask import current_app
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import joinedload, undefer
+
+from app.database import commit_keeping_loaded
+from app.extensions import db
+from app.models import Agent, Conversation, Message, Run, User
+from app.models.base import utcnow
+from app.models.chat import ONE_ACTIVE_RUN, new_run_id
+from app.runtime import capacity, execution
+
+
+class RunInProgress(Exception):
+    """The conversation has a queued or running run already (a database index guarantees one at most)."""
+
+
+# What starting a run reads of a conversation, loaded with it in one query.
+FOR_TURN = (joinedload(Conversation.agent).joinedload(Agent.model_config), undefer(Conversation.model_context))
+
+
+def start_conversation(user: User, agent: Agent, title: str | None = None, source: str = "chat") -> Conversation:
+    """Create an empty conversation of the user with an agent; the caller commits."""
+    conversation = Conversation(user_id=user.id, agent_id=agent.id, title=title or None, source=source)
+    db.session.add(conversation)
+    return conversation
+
+
+def send_message(conversation: Conversation, user: User, text: str, launch: bool = True,
+                 extras: dict | None = None) -> tuple[Message, Run]:
+    """Store the user's message and its run in one commit, then start the run.
+
+    `extras` (JSON, written by server code only: a resolved page context, a trigger's row) are kept
+    on the message and handed to the run's skills; `extras["instructions"]` are added for that run.
+    A run started here is prepared in the same transaction from the rows this request already holds;
+    with `launch=False` it stays queued for `execution.launch`. Raises `RunInProgress`, having stored
+    nothing, when the conversation has a queued or running run already, and `capacity.Saturated`
+    (a 503 with Retry-After), having stored nothing, when this process runs or streams all it can.
+    """
+    if launch:
+        capacity.admit_turn(current_app)
+    run = Run(id=new_run_id(), conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id,
+              prompt=text, trigger=conversation.source if conversation.source != "copy" else "chat", status="queued")
+    message = Message(conversation_id=conversation.id, role="user", content=text, run=run,
+                      meta={"extras": extras} if extras else {})
+    db.session.add_all([run, message])
+    conversation.updated_at = utcnow()
+    try:
+        turn = execution.prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
+        db.session.flush()  # the one-active-run index answers here
+    except IntegrityError as error:
+        db.session.rollback()
+        if ONE_ACTIVE_RUN in str(error.orig) or "runs.conversation_id" in str(error.orig):
+            raise RunInProgress(conversation.id) from None
+        raise
+    commit_keeping_loaded()  # the view renders these rows next: no reload
+    if turn is not None:
+        execution.start(current_app._get_current_object(), turn)
+    return message, run
+
+
+def active_run(conversation: Conversation) -> Run | None:
+    """Return the conversation's run that is still queued or running, if any."""
+    return db.session.scalar(
+        db.select(Run).where(Run.conversation_id == conversation.id, Run.status.in_(("queued", "running")))
+        .order_by(Run.created_at.desc()).limit(1)
+    )
+
+
+def run_unattended(agent: Agent, user: User, prompt: str, source: str, title: str | None = None,
+                   timeout: float = 600.0) -> Run:
+    """Run an agent with no listener (table events, webhooks, schedules) and wait for it to end."""
+    conversation = start_conversation(user, agent, title=title, source=source)
+    db.session.flush()
+    _message, run = send_message(conversation, user, prompt, launch=False)
+    run_id = run.id
+    execution.launch(current_app._get_current_object(), run_id).result(timeout)
+    db.session.expire_all()
+    return db.session.get(Run, run_id)

@@ -1,0 +1,130 @@
+"""Build a pydantic-ai Agent from an agent's configuration, for one user and one run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+from flask import Flask
+from jinja2 import TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.tools import DeferredToolRequests
+from pydantic_ai.toolsets import AbstractToolset
+
+from app.models import Agent, User
+from app.runtime.deferred import standing_approvals
+from app.runtime.providers import ModelSpec, build_model
+from app.runtime.skill import SkillContext
+
+_templates = SandboxedEnvironment(autoescape=False)
+
+
+@lru_cache(maxsize=256)
+def _compiled(template: str):
+    return _templates.from_string(template)
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A detached copy of an agent's configuration, safe to carry into the runtime loop."""
+
+    id: int | None
+    name: str
+    instructions: str
+    skills: tuple[dict[str, Any], ...]
+    max_requests: int
+    model: ModelSpec
+
+    @classmethod
+    def of(cls, agent: Agent, model: ModelSpec) -> AgentSpec:
+        return cls(agent.id, agent.name, agent.instructions or "", tuple(agent.skills or ()),
+                   agent.max_requests, model)
+
+
+@dataclass(frozen=True)
+class Person:
+    id: int | None
+    name: str
+    email: str
+    role: str
+
+    @classmethod
+    def of(cls, user: User | None) -> Person:
+        if user is None:
+            return cls(None, "", "", "guest")
+        return cls(user.id, user.name, user.email, user.role)
+
+
+@dataclass
+class ToolErrorsAsResults(AbstractCapability[Any]):
+    """Every tool call gets a result: an exception becomes a failed result the model can read."""
+
+    async def on_tool_execute_error(self, ctx, *, call, tool_def, args, error):  # noqa: D401
+        raise ToolFailed(f"{type(error).__name__}: {error}") from error
+
+
+@dataclass
+class BuiltAgent:
+    agent: PydanticAgent
+    context: SkillContext
+    capabilities: list[Any] = field(default_factory=list)
+
+
+def render_instructions(template: str, person: Person, agent_name: str, now: datetime | None = None) -> str:
+    """Fill the instruction variables ({{ user.name }}, {{ today }}, ...) in a sandbox."""
+    now = now or datetime.now(UTC)
+    variables = {
+        "user": {"name": person.name, "email": person.email, "role": person.role},
+        "agent": {"name": agent_name},
+        "today": now.date().isoformat(),
+        "now": now.strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    return _compiled(template).render(variables)
+
+
+def check_instructions(template: str) -> str | None:
+    """Return an error message when the instruction template is not valid, else None."""
+    try:
+        render_instructions(template, Person(0, "Ada", "ada@example.org", "user"), "agent")
+    except TemplateError as error:
+        return f"Template error: {error}"
+    return None
+
+
+def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: int | None,
+                run_id: str | None, extras: dict[str, Any] | None = None,
+                announce: Callable[[str, dict[str, Any]], None] | None = None) -> BuiltAgent:
+    """Create the agent with its model, instructions and the capabilities and toolsets of its skills.
+
+    `announce` stores a run event (the run's `EventWriter.emit`): skills tell the page through it.
+    """
+    context = SkillContext(app=app, user_id=person.id, agent_id=spec.id, conversation_id=conversation_id,
+                           run_id=run_id, role=person.role, user_name=person.name, extras=dict(extras or {}),
+                           announce=announce)
+    skills = app.extensions["skills"]
+    capabilities: list[Any] = [ToolErrorsAsResults(), standing_approvals(
+        app, conversation_id, run_id, spec.id, spec.name, person.id, person.email)]
+    toolsets: list[AbstractToolset[Any]] = []
+    for entry in spec.skills:
+        skill = skills.get(entry.get("name"))
+        if skill is None:
+            raise LookupError(f"The agent uses the skill {entry.get('name')!r}, which is not installed.")
+        for item in skill.built(entry.get("config"), context):
+            (toolsets if isinstance(item, AbstractToolset) else capabilities).append(item)
+    agent = PydanticAgent(
+        build_model(spec.model),
+        name=spec.name,
+        instructions=render_instructions(spec.instructions, person, spec.name) or None,
+        model_settings=spec.model.settings("chat"),
+        capabilities=capabilities,
+        toolsets=toolsets,
+        # A run that waits for a person (approval, plan, question) ends with the calls it deferred.
+        output_type=[str, DeferredToolRequests],
+    )
+    return BuiltAgent(agent=agent, context=context, capabilities=capabilities)

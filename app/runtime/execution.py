@@ -1,0 +1,395 @@
+"""Run a turn on the runtime loop: stream its events, then store what it produced in one transaction.
+
+A client that disconnects does not cancel the run; Stop does. Every failure ends the run with an
+honest status and keeps the user's message and whatever the run had already produced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Flask, current_app
+from pydantic_ai import CancellationToken, capture_run_messages
+from pydantic_ai.exceptions import (
+    ModelAPIError,
+    ModelHTTPError,
+    ModelRequestTimeout,
+    ModelTimeoutError,
+    RunCancelled,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+)
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.run import AgentRunResultEvent
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
+from pydantic_ai.usage import UsageLimits
+
+from app.extensions import db
+from app.guards.outbound import OutboundRefused
+from app.models import Agent, Conversation, Message, ModelConfig, Run, RunEvent, User
+from app.models.base import utcnow
+from app.runtime import deferred, loop
+from app.runtime import events as run_events
+from app.runtime.builder import AgentSpec, Person, build_agent
+from app.runtime.outcome import Outcome, count_usage, review_output, translate, usage_from_messages
+from app.runtime.providers import ModelSpec, ModelUnavailable
+
+log = logging.getLogger(__name__)
+
+CANCEL_POLL_SECONDS = 1.0
+
+INTERRUPTED = ("The server stopped while this answer was being written. What it had produced is kept; "
+               "send your message again to continue.")
+
+_tokens: dict[str, CancellationToken] = {}
+_futures: dict[str, concurrent.futures.Future] = {}
+_interrupted: set[str] = set()  # runs this process is stopping because it shuts down
+
+
+@dataclass
+class Turn:
+    """Everything a run needs, read from the database before the run leaves the request."""
+
+    run_id: str
+    conversation_id: int
+    prompt: str | None
+    agent: AgentSpec | None
+    person: Person
+    history: list[ModelMessage]
+    extras: dict[str, Any] = field(default_factory=dict)
+    # Answers to the calls an earlier run left waiting, and instructions that come with them (plan approval).
+    deferred: DeferredToolResults | None = None
+    instructions: list[str] = field(default_factory=list)
+
+
+def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
+    """Prepare a queued run in the caller's thread, then start it on the runtime loop; returns its future.
+
+    Preparing uses a session of its own, so the caller's is left as it was. A run that is no longer
+    queued (started already, or gone) is not started again: its future answers None at once.
+    """
+    with app.app_context():
+        turn = _prepare(run_id)
+    if turn is None:
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        done.set_result(None)
+        return done
+    return start(app, turn)
+
+
+def start(app: Flask, turn: Turn) -> concurrent.futures.Future:
+    """Start a prepared turn on the runtime loop and return its future."""
+    app.extensions["wakeups"].listen()  # from here on, Stop from any process reaches the run
+    future = loop.submit(execute(app, turn))
+    _futures[turn.run_id] = future
+    future.add_done_callback(lambda _f: _futures.pop(turn.run_id, None))
+    return future
+
+
+def wait(run_id: str, timeout: float = 30.0) -> None:
+    """Block until a run launched in this process has ended (for jobs and tests)."""
+    future = _futures.get(run_id)
+    if future is not None:
+        future.result(timeout)
+
+
+def running() -> int:
+    """Return how many runs this process is running now."""
+    return len(_futures)
+
+
+def init_app(app: Flask) -> None:
+    """Wire the run events' wake-ups and let Stop reach the runs of this process from any other."""
+    run_events.init_app(app)
+    run_events.on_stop(cancel_here)
+
+
+def request_stop(run: Run) -> None:
+    """Ask a run to stop, in whichever process runs it (flagged in the database, announced to every process)."""
+    run.cancel_requested = True
+    run_events.request_stop(current_app._get_current_object(), run.id)
+
+
+def interrupt_all() -> dict[str, concurrent.futures.Future]:
+    """Stop every run of this process because the server shuts down; returns their futures (no wait).
+
+    Each ends as `interrupted`, keeping what it had produced, through the same path as Stop.
+    """
+    running = dict(_futures)
+    _interrupted.update(running)
+    for run_id in running:
+        cancel_here(run_id)
+    return running
+
+
+def cancel_here(run_id: str) -> None:
+    """Cancel the run if it runs in this process (called for every Stop announced)."""
+    token = _tokens.get(run_id)
+    if token is not None:
+        token.cancel()
+
+
+def load_history(conversation: Conversation) -> list[ModelMessage]:
+    """Return the conversation's model context as pydantic-ai messages."""
+    if not conversation.model_context:
+        return []
+    return list(ModelMessagesTypeAdapter.validate_json(conversation.model_context))
+
+
+def model_spec_for(agent: Agent, conversation: Conversation | None = None) -> ModelSpec:
+    """Return the model a turn runs on: the conversation's pick, the agent's, else the default."""
+    from app.skills.model_picker import allowed_models
+
+    config = None
+    if conversation is not None and conversation.model_config_id:
+        # The pick counts only while the admin still allows it for this agent.
+        allowed = {model.id for model in allowed_models(agent) or []}
+        if conversation.model_config_id in allowed:
+            config = db.session.get(ModelConfig, conversation.model_config_id)
+    if config is None and agent.model_config_id:
+        config = db.session.get(ModelConfig, agent.model_config_id)
+    if config is None:
+        config = db.session.scalar(db.select(ModelConfig).where(ModelConfig.is_default.is_(True)))
+    return ModelSpec.of(config)
+
+
+def _prepare(run_id: str) -> Turn | None:
+    run = db.session.get(Run, run_id)
+    if run is None or run.status != "queued":
+        return None
+    conversation = db.session.get(Conversation, run.conversation_id)
+    agent = db.session.get(Agent, run.agent_id) if run.agent_id else None
+    user = db.session.get(User, run.user_id) if run.user_id else None
+    turn = prepare(run, conversation, agent, user, run_extras(run_id))
+    db.session.commit()
+    return turn
+
+
+def prepare(run: Run, conversation: Conversation | None, agent: Agent | None, user: User | None,
+            extras: dict[str, Any]) -> Turn:
+    """Mark a run running and read everything it needs into a `Turn`; the caller commits.
+
+    Runs in the thread that starts the run (a request or a job), so the runtime loop does no
+    database work before the model is called.
+    """
+    run.status, run.started_at = "running", utcnow()
+    if agent is None or conversation is None:
+        return Turn(run.id, run.conversation_id, run.prompt or "", None, Person.of(user), [])
+    history = load_history(conversation)
+    resumption = deferred.resume(run, history)
+    return Turn(
+        run_id=run.id,
+        conversation_id=conversation.id,
+        prompt=resumption.prompt,
+        agent=AgentSpec.of(agent, model_spec_for(agent, conversation)),
+        person=Person.of(user),
+        history=history,
+        deferred=resumption.results,
+        instructions=[*resumption.instructions, *extras.get("instructions", [])],
+        extras=extras,
+    )
+
+
+def run_extras(run_id: str) -> dict[str, Any]:
+    """Return the extras stored with the run's user message (see turns.send_message)."""
+    meta = db.session.scalar(db.select(Message.meta).where(Message.run_id == run_id, Message.role == "user")
+                             .order_by(Message.id).limit(1))
+    return dict((meta or {}).get("extras") or {})
+
+
+async def execute(app: Flask, turn: Turn) -> str:
+    """Run one prepared turn to its end and store the outcome; returns the final status."""
+    run_id = turn.run_id
+    writer = run_events.EventWriter(app, run_id)
+    outcome = Outcome()
+    if turn.agent is None:
+        outcome.status, outcome.error = "failed", "The agent of this conversation no longer exists."
+    else:
+        await _drive(app, turn, writer, outcome)
+    with app.app_context():
+        needs_title = _finish(turn, outcome, writer)
+    writer.published()
+    if needs_title or (outcome.status == "succeeded" and _has_skill(turn, "compaction")):
+        await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, needs_title)
+    return outcome.status
+
+
+async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome: Outcome) -> None:
+    token = CancellationToken()
+    _tokens[turn.run_id] = token
+    if turn.run_id in _interrupted:  # the server began to shut down before this run got its token
+        token.cancel()
+    last_poll = time.monotonic()
+    try:
+        with capture_run_messages() as captured:
+            try:
+                built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
+                                    turn.extras, announce=writer.emit)
+                outcome.compactors = [c for c in built.capabilities if hasattr(c, "results")]
+                # Capabilities that check the complete answer before anyone sees it (UI proposals).
+                outcome.reviewers = [c for c in built.capabilities if hasattr(c, "review_output")]
+                if any(reviewer.holds_text() for reviewer in outcome.reviewers):
+                    writer.hold_text()
+                limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
+                async with built.agent.run_stream_events(
+                    turn.prompt if turn.prompt or turn.deferred is None else None,
+                    message_history=turn.history, deferred_tool_results=turn.deferred,
+                    instructions="\n\n".join(turn.instructions) or None,
+                    usage_limits=limits, cancellation_token=token,
+                ) as stream:
+                    async for event in stream:
+                        if isinstance(event, AgentRunResultEvent):
+                            outcome.messages = event.result.all_messages()
+                            count_usage(outcome, event.result.usage)
+                            if isinstance(event.result.output, DeferredToolRequests):
+                                outcome.waiting = event.result.output
+                        else:
+                            translate(event, writer, outcome)
+                        if time.monotonic() - last_poll > CANCEL_POLL_SECONDS:
+                            last_poll = time.monotonic()
+                            if _cancel_requested(app, turn.run_id):
+                                token.cancel()
+            except RunCancelled as error:
+                outcome.status = "cancelled"
+                if turn.run_id in _interrupted:
+                    outcome.status, outcome.error = "interrupted", INTERRUPTED
+                outcome.messages = error.all_messages()
+                count_usage(outcome, error.usage)
+            except UsageLimitExceeded as error:
+                outcome.status, outcome.error = "unfinished", _limit_message(turn, error)
+                outcome.messages = list(captured)
+            except (ModelRequestTimeout, ModelTimeoutError) as error:
+                outcome.status = "failed"
+                outcome.error = turn.agent.model.timeout_message(getattr(error, "timeout", None))
+                outcome.messages = list(captured)
+            except ModelHTTPError as error:
+                outcome.status, outcome.error = "failed", provider_error(error)
+                outcome.messages = list(captured)
+            except (ModelAPIError, UnexpectedModelBehavior, ModelUnavailable, LookupError,
+                    OutboundRefused) as error:
+                outcome.status, outcome.error = "failed", str(error)
+                outcome.messages = list(captured)
+            except Exception as error:  # recorded on the run, shown to the user, and logged
+                log.exception("run %s failed", turn.run_id)
+                outcome.status, outcome.error = "failed", f"{type(error).__name__}: {error}"
+                outcome.messages = list(captured)
+    finally:
+        _tokens.pop(turn.run_id, None)
+
+
+def provider_error(error: ModelHTTPError) -> str:
+    """Say what the provider answered, as it said it."""
+    body = error.body
+    if isinstance(body, dict):  # {"error": {"message": …}}, {"error": "…"}, or from openai {"message": …}
+        body = body["error"] if isinstance(body.get("error"), dict | str) else body
+        body = body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else body
+    detail = body if isinstance(body, str) else json.dumps(body)[:500] if body else error.message
+    # Notes say what was tried before giving up (compaction adds why the request could not be shortened).
+    notes = "".join(f" {note}" for note in getattr(error, "__notes__", ()))
+    return f"The provider answered {error.status_code}: {detail}{notes}"
+
+
+def _limit_message(turn: Turn, error: UsageLimitExceeded) -> str:
+    return (f"The turn stopped after {turn.agent.max_requests} model requests, the limit set for this agent; "
+            "the answer is unfinished and the tool results so far are kept.")
+
+
+def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> bool:
+    """Store the assistant message, model context, usage, status and the end event in one transaction.
+
+    Returns whether the conversation still needs a title.
+    """
+    usage_from_messages(outcome, len(turn.history))
+    # Dumped whole: pydantic-ai may add parts to messages of the history it was given.
+    context = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
+    # One statement touches the conversation and tells whether it is still there, undeleted.
+    row = db.session.execute(
+        db.update(Conversation).where(Conversation.id == turn.conversation_id, Conversation.deleted_at.is_(None))
+        .values(updated_at=utcnow(), **({"model_context": context} if context else {}))
+        .returning(Conversation.title).execution_options(synchronize_session=False)).first()
+    kept = row is not None
+    if not kept:
+        if db.session.get(Conversation, turn.conversation_id) is None:
+            return False  # deleted with its user while running (the run went with it): nothing to keep
+        # Deleted while running: purged text must not come back.
+        outcome.text, outcome.steps, outcome.error = [], {}, None
+        writer.discard_text()
+        db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
+    if kept:
+        review_output(outcome, writer)
+    meta = {"status": outcome.status, **outcome.meta}
+    if outcome.error:
+        meta["error"] = outcome.error
+    if turn.deferred is not None:  # the run carried answers: the end of its stream updates their cards
+        meta["resumed"] = True
+    notices = _record_compactions(turn, outcome) if kept else []
+    waiting = outcome.waiting
+    # A call that waits for a person shows as a card of the message, not as a step that never ends.
+    waiting_ids = {call.tool_call_id for call in [*waiting.calls, *waiting.approvals]} if waiting else set()
+    message = Message(conversation_id=turn.conversation_id, role="assistant", content="".join(outcome.text),
+                      steps=[step for step in outcome.steps.values() if step["id"] not in waiting_ids],
+                      meta=meta, run_id=turn.run_id,
+                      input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
+    db.session.add(message)
+    db.session.flush()  # the end event names the message, the notice events theirs
+    if waiting is not None and kept:
+        pending = deferred.store_requests(waiting, message, turn.run_id, turn.agent.id, turn.agent.name,
+                                          turn.person.id, turn.person.email)
+        message.meta = {**meta, "pending": pending}
+    db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
+        status=outcome.status, error=outcome.error, finished_at=utcnow(), input_tokens=outcome.input_tokens,
+        output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
+    # Whatever the first turn brought (an answer, a failure, a card), the chat gets a title after it.
+    needs_title = kept and row.title is None
+    # The text not yet stored lands with the end event, in this transaction. The end tells the page
+    # whether a title is on its way, so a chat that has one does not render it again.
+    writer.stage(*[(run_events.NOTICE, {"message_id": notice.id}) for notice in notices],
+                 (run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,
+                                   "title_pending": needs_title}))
+    db.session.commit()
+    log.info("run %s %s: %s requests, %s+%s tokens", turn.run_id, outcome.status, outcome.requests,
+             outcome.input_tokens, outcome.output_tokens)
+    return needs_title
+
+
+def _record_compactions(turn: Turn, outcome: Outcome) -> list[Message]:
+    """Store the notices and records of compactions made inside the run (before the answer); return the notices."""
+    from app.chat.compaction import record_outcome
+
+    notices = []
+    for compactor in outcome.compactors:
+        for result in compactor.results:
+            if result.changed or result.failed:
+                notice = record_outcome(turn.conversation_id, compactor.config, result, "run", turn.run_id)
+                notices += [notice] if notice is not None else []
+    return notices
+
+
+def _has_skill(turn: Turn, name: str) -> bool:
+    return turn.agent is not None and any(entry.get("name") == name for entry in turn.agent.skills)
+
+
+def _follow_ups(app: Flask, turn: Turn, needs_title: bool) -> None:
+    """Queue the jobs that follow a turn (title, threshold compaction), off the runtime loop."""
+    from app.chat.compaction import compact_after_reply
+    from app.runtime.titles import generate_title
+
+    with app.app_context():
+        try:
+            if needs_title:
+                generate_title.delay(turn.conversation_id)
+            if _has_skill(turn, "compaction"):
+                compact_after_reply.delay(turn.conversation_id)
+        except Exception:  # follow-ups are niceties: never let them break the turn
+            log.exception("could not queue the follow-ups of conversation %s", turn.conversation_id)
+
+
+def _cancel_requested(app: Flask, run_id: str) -> bool:
+    with app.app_context():
+        return bool(db.session.scalar(db.select(Run.cancel_requested).where(Run.id == run_id)))

@@ -1,0 +1,120 @@
+"""What a run produced while it streamed: its text, tool steps, usage and any calls left waiting.
+
+The runtime fills an `Outcome` from pydantic-ai's stream events (and stores each as a run event);
+`_finish` in the runtime writes it to the database in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import (
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ModelMessage,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+)
+from pydantic_ai.tools import DeferredToolRequests
+
+from app.runtime.events import EventWriter
+
+STEP_RESULT_CHARS = 4_000
+
+
+@dataclass
+class Outcome:
+    status: str = "succeeded"
+    error: str | None = None
+    messages: list[ModelMessage] | None = None
+    text: list[str] = field(default_factory=list)
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+    # Capabilities that may have compacted the context during the run (their `.results`).
+    compactors: list[Any] = field(default_factory=list)
+    # Capabilities with `review_output(text)`: they check the complete answer (see ui_proposals).
+    reviewers: list[Any] = field(default_factory=list)
+    # The calls the run ended on because they wait for a person (approval, plan, question).
+    waiting: DeferredToolRequests | None = None
+
+
+def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
+    """Turn one stream event into text or a tool step of the outcome, and a stored run event."""
+    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+        if outcome.text and not "".join(outcome.text).endswith("\n"):
+            outcome.text.append("\n\n")
+            writer.text("\n\n")
+        outcome.text.append(event.part.content)
+        writer.text(event.part.content)
+    elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+        outcome.text.append(event.delta.content_delta)
+        writer.text(event.delta.content_delta)
+    elif isinstance(event, FunctionToolCallEvent):
+        step = {"id": event.part.tool_call_id, "name": event.part.tool_name,
+                "args": event.part.args_as_json_str(), "result": None, "failed": False}
+        outcome.steps[step["id"]] = step
+        writer.emit("tool_call", {"id": step["id"], "name": step["name"], "args": step["args"]})
+    elif isinstance(event, FunctionToolResultEvent):
+        part = event.part
+        content, failed = step_result(part)
+        step = outcome.steps.setdefault(part.tool_call_id, {"id": part.tool_call_id, "name": part.tool_name,
+                                                            "args": "{}"})
+        step.update(result=clip(content), failed=failed)
+        writer.emit("tool_result", {"id": part.tool_call_id, "name": part.tool_name, "args": step["args"],
+                                    "result": step["result"], "failed": failed})
+
+
+def review_output(outcome: Outcome, writer: EventWriter) -> None:
+    """Let reviewing capabilities check the complete answer; the checked text replaces the held one."""
+    if not outcome.reviewers:
+        return
+    text = "".join(outcome.text)
+    for reviewer in outcome.reviewers:
+        text, meta = reviewer.review_output(text)
+        outcome.meta.update(meta)
+    if writer.holding:
+        writer.discard_text()
+        writer.text(text)  # lands with the end event, in the transaction of the message
+    outcome.text = [text]
+
+
+def step_result(part: Any) -> tuple[str, bool]:
+    """Return a tool result's text and whether its step failed, by the one rule for every tool.
+
+    A step failed unless the call returned successfully: a refusal or an error (`ToolFailed`, an
+    exception), a correction asked of the model (`ModelRetry`, invalid arguments) and a call a person
+    denied all fail. So a skill refuses by raising, never by returning text.
+    """
+    content = part.model_response_str() if hasattr(part, "model_response_str") else str(part.content)
+    return content, part.part_kind == "retry-prompt" or getattr(part, "outcome", "success") != "success"
+
+
+def count_usage(outcome: Outcome, usage: Any) -> None:
+    """Take the run's token usage as pydantic-ai reports it."""
+    if usage is not None:
+        outcome.input_tokens = usage.input_tokens or 0
+        outcome.output_tokens = usage.output_tokens or 0
+        outcome.requests = usage.requests or 0
+
+
+def usage_from_messages(outcome: Outcome, start: int) -> None:
+    """Sum the usage of the responses after `start` when the run ended without reporting it."""
+    if outcome.input_tokens or not outcome.messages:
+        return
+    for message in outcome.messages[start:]:
+        if isinstance(message, ModelResponse):
+            outcome.input_tokens += message.usage.input_tokens or 0
+            outcome.output_tokens += message.usage.output_tokens or 0
+            outcome.requests += 1
+
+
+def clip(text: str) -> str:
+    """Cut a tool result to what a step shows."""
+    return text if len(text) <= STEP_RESULT_CHARS else text[:STEP_RESULT_CHARS] + "…"

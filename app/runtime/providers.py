@@ -1,0 +1,191 @@
+"""Turn a model configuration into a pydantic-ai model and its settings, for one role.
+
+Tools and skills ask for a role (chat, summary, title, utility); they never inspect model names.
+API keys are read from the environment variable the configuration names; none is stored.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flask import current_app, has_app_context
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+
+from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, policy_from_config
+from app.models import ModelConfig
+from app.runtime.offline import make_offline_model
+
+# Settings a role gets unless the configuration's profile for that role says otherwise.
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "chat": {},
+    "summary": {"temperature": 0.2},
+    "title": {"max_tokens": 60, "temperature": 0.2, "timeout": 20},
+    "utility": {"temperature": 0},
+}
+
+
+class ModelUnavailable(Exception):
+    """The configuration cannot make a model (a missing key, an unknown provider)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A detached copy of a ModelConfig, safe to carry into the runtime loop."""
+
+    id: int | None
+    name: str
+    provider: str
+    model_name: str
+    base_url: str | None
+    api_key_env: str | None
+    context_window: int
+    max_tokens: int | None
+    temperature: float | None
+    timeout: float
+    profiles: dict
+    retries: int = 0
+    outbound: OutboundPolicy = OutboundPolicy()
+    """The guard an OpenAI-compatible server's base URL is reached through (OUTBOUND_* of the app)."""
+
+    @classmethod
+    def of(cls, config: ModelConfig | None) -> ModelSpec:
+        if config is None:
+            return OFFLINE_SPEC
+        # Read where the configuration is read (an app context); without one, the strictest guard.
+        outbound = policy_from_config(current_app.config) if has_app_context() else OutboundPolicy()
+        return cls(config.id, config.name, config.provider, config.model_name, config.base_url,
+                   config.api_key_env, config.context_window, config.max_tokens, config.temperature,
+                   config.timeout, dict(config.profiles or {}), config.retries or 0, outbound)
+
+    def settings(self, role: str = "chat") -> ModelSettings:
+        """Return the model settings for a role: configuration, then role defaults, then the role profile."""
+        merged: dict[str, Any] = {"timeout": self.timeout}
+        if self.max_tokens:
+            merged["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            merged["temperature"] = self.temperature
+        merged.update(ROLE_DEFAULTS.get(role, {}))
+        merged.update({k: v for k, v in (self.profiles.get(role) or {}).items() if v is not None})
+        allowed = {"max_tokens", "temperature", "timeout", "top_p"}
+        settings = ModelSettings(**{k: v for k, v in merged.items() if k in allowed})
+        # The timeout bounds what the user waits for, the SDK's retries included: until a streamed
+        # answer starts (chat turns), or for the whole request (titles, summaries: not streamed).
+        # Each attempt, and each wait between two parts of a streamed answer, has the same bound.
+        settings["first_event_timeout" if role == "chat" else "request_timeout"] = settings["timeout"]
+        return settings
+
+    def timeout_message(self, seconds: float | None = None) -> str:
+        """Say which limit a request that timed out hit, and where it is set."""
+        seconds = seconds or self.timeout
+        retries = f", {self.retries} {'retry' if self.retries == 1 else 'retries'} included" if self.retries else ""
+        return (f"The provider did not answer within {seconds:g} s{retries} "
+                f"(timeout set on model configuration {self.name!r}).")
+
+
+OFFLINE_SPEC = ModelSpec(None, "Built-in offline model", "offline", "skilldesk-offline", None, None,
+                         32_000, None, None, 60.0, {})
+
+
+# Extra providers by name (plugins, and the scripted models of the test suite).
+_factories: dict[str, Callable[[ModelSpec], Model]] = {}
+
+
+def register_provider(name: str, factory: Callable[[ModelSpec], Model] | None) -> None:
+    """Add (or, with None, remove) a provider that builds models for configurations naming it."""
+    if factory is None:
+        _factories.pop(name, None)
+    else:
+        _factories[name] = factory
+
+
+# Provider models by what their client depends on, kept for the process: building an SDK client
+# (its HTTP client and TLS context) costs more than the rest of a turn. The retries are the client's
+# own (a per-request `max_retries` setting would make the SDK copy its client on every request);
+# the other settings (timeouts, max tokens) travel with each request.
+_models: OrderedDict[tuple, Model] = OrderedDict()
+_models_lock = threading.Lock()
+MODELS_KEPT = 64
+
+
+def build_model(spec: ModelSpec) -> Model:
+    """Return the pydantic-ai model for a configuration, built once per process and client settings.
+
+    Call this on the runtime loop: the model's HTTP client is used on that loop only.
+    """
+    if spec.provider in _factories:
+        return _factories[spec.provider](spec)
+    if spec.provider == "offline":
+        return make_offline_model(spec.context_window)
+    key = _api_key(spec)
+    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window, spec.retries,
+                 spec.outbound if spec.provider == "openai-compatible" else None)
+    with _models_lock:
+        model = _models.get(cache_key)
+        if model is not None:
+            _models.move_to_end(cache_key)
+            return model
+    model = _provider_model(spec, key)
+    with _models_lock:
+        model = _models.setdefault(cache_key, model)
+        while len(_models) > MODELS_KEPT:
+            _models.popitem(last=False)
+    return model
+
+
+def _provider_model(spec: ModelSpec, key: str | None) -> Model:
+    # The SDK clients are built here only to give them the configuration's retries; their HTTP
+    # clients are the ones pydantic-ai would make.
+    from pydantic_ai.models import create_async_http_client, create_async_httpx2_client
+
+    profile = {"context_window": spec.context_window}
+    base_url, retries = spec.base_url or None, spec.retries
+    if spec.provider in ("openai", "openai-chat", "openai-compatible"):
+        from openai import AsyncOpenAI
+        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        # A server by base URL is reached like any tool's URL: pinned, and refused on a private
+        # address unless OUTBOUND_ALLOWED_HOSTS names it. OpenAI's own endpoint needs no guard.
+        guard = PinnedAsyncTransport(spec.outbound) if spec.provider == "openai-compatible" else None
+        http_client = create_async_httpx2_client(transport=guard)
+        client = AsyncOpenAI(base_url=base_url, api_key=key or "not-needed", max_retries=retries,
+                             http_client=http_client)
+        cls = OpenAIResponsesModel if spec.provider == "openai" else OpenAIChatModel
+        return cls(spec.model_name, provider=OpenAIProvider(openai_client=client), profile=profile)
+    if spec.provider == "anthropic":
+        from anthropic import AsyncAnthropic
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        client = AsyncAnthropic(api_key=key, base_url=base_url, max_retries=retries,
+                                http_client=create_async_httpx2_client())
+        return AnthropicModel(spec.model_name, provider=AnthropicProvider(anthropic_client=client), profile=profile)
+    if spec.provider == "groq":
+        from groq import AsyncGroq
+        from pydantic_ai.models.groq import GroqModel
+        from pydantic_ai.providers.groq import GroqProvider
+
+        client = AsyncGroq(api_key=key, base_url=base_url or "https://api.groq.com", max_retries=retries,
+                           http_client=create_async_http_client())
+        return GroqModel(spec.model_name, provider=GroqProvider(groq_client=client), profile=profile)
+    raise ModelUnavailable(f"Unknown provider {spec.provider!r}.")
+
+
+def _api_key(spec: ModelSpec) -> str | None:
+    if spec.provider == "openai-compatible" and not spec.api_key_env:
+        return None  # local servers usually need no key
+    if not spec.api_key_env:
+        raise ModelUnavailable(f"The model configuration {spec.name!r} names no API key variable.")
+    key = os.environ.get(spec.api_key_env)
+    if not key:
+        raise ModelUnavailable(
+            f"The environment variable {spec.api_key_env} is not set; the model configuration "
+            f"{spec.name!r} reads its API key from it."
+        )
+    return key

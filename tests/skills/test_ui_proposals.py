@@ -182,7 +182,8 @@ def test_the_answer_shows_a_card_per_proposal_with_accept_and_refuse(app, client
     page = client.get(f"/chat/{message.conversation_id}").text
     [proposal] = message.meta["proposals"]
     assert f'id="proposal-{proposal["id"]}"' in page and 'data-testid="proposal-accept"' in page
-    assert "You open this list on a phone most of the time." in page and "&#34;cards&#34;" in page
+    assert "You open this list on a phone most of the time." in page
+    assert '<code>"table"</code> → <code>"cards"</code>' in page
 
 
 def test_a_view_state_in_the_url_changes_the_list_for_this_page_only(app, client, auth, orders):

@@ -39,7 +39,7 @@ from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.history import load_history
 from app.runtime.model_choice import model_spec_for
-from app.runtime.outcome import Outcome, count_usage, translate, usage_from_messages
+from app.runtime.outcome import Outcome, count_usage, review_output, translate, usage_from_messages
 from app.runtime.providers import ModelUnavailable
 from app.runtime.skill import TurnEnd
 from app.runtime.titles import generate_title
@@ -101,6 +101,11 @@ def wait(run_id: str, timeout: float = 30.0) -> None:
     future = _futures.get(run_id)
     if future is not None:
         future.result(timeout)
+
+
+def running() -> int:
+    """Return how many runs this process is running now."""
+    return len(_futures)
 
 
 def init_app(app: Flask) -> None:
@@ -207,6 +212,11 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
                                     turn.extras, announce=writer.emit)
                 outcome.skills = built.skills
+                # Skills that check the complete answer before anyone sees it (`review_answer`, e.g. UI proposals).
+                outcome.reviewers = [(skill, config, items) for skill, config, items in built.skills
+                                     if skill.review_answer is not None and items]
+                if outcome.reviewers:
+                    writer.hold_text()
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
                     turn.prompt if turn.prompt or turn.deferred is None else None,
@@ -292,6 +302,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         outcome.text, outcome.steps, outcome.error = [], {}, None
         writer.discard_text()
         db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
+    if kept:
+        review_output(outcome, writer)
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error

@@ -39,6 +39,8 @@ class Outcome:
     meta: dict[str, Any] = field(default_factory=dict)
     # The agent's skills as built for the run: (skill, its validated Config, what its build returned).
     skills: list[tuple[Any, Any, list[Any]]] = field(default_factory=list)
+    # Skills with a `review_answer` hook and what they built: they check the complete answer.
+    reviewers: list[tuple[Any, Any, list[Any]]] = field(default_factory=list)
     # The calls the run ended on because they wait for a person (approval, plan, question).
     waiting: DeferredToolRequests | None = None
 
@@ -67,6 +69,20 @@ def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
         step.update(result=clip(content), failed=failed)
         writer.emit("tool_result", {"id": part.tool_call_id, "name": part.tool_name, "args": step["args"],
                                     "result": step["result"], "failed": failed})
+
+
+def review_output(outcome: Outcome, writer: EventWriter) -> None:
+    """Let the reviewing skills check the complete answer; the checked text replaces the held one."""
+    if not outcome.reviewers:
+        return
+    text = "".join(outcome.text)
+    for skill, config, built in outcome.reviewers:
+        text, meta = skill.review_answer(config, built, text)
+        outcome.meta.update(meta)
+    if writer.holding:
+        writer.discard_text()
+        writer.text(text)  # lands with the end event, in the transaction of the message
+    outcome.text = [text]
 
 
 def step_result(part: Any) -> tuple[str, bool]:

@@ -94,6 +94,10 @@ class Skill:
     # `after_turn(config, end)` runs once the turn is stored, off the runtime loop, in an app context:
     # the place to queue follow-up jobs. Its failures are logged, never the turn's.
     after_turn: Callable[[Any, TurnEnd], None] | None = None
+    # `review_answer(config, built, text)` checks the run's complete answer before anyone sees it and returns
+    # (the text to store, what the message's metadata keeps). While a skill that built something for the
+    # run has this hook, the answer is held back and shown once checked.
+    review_answer: Callable[[Any, list[Built], str], tuple[str, dict[str, Any]]] | None = None
 
     def parse(self, settings: dict[str, Any] | None) -> BaseModel:
         """Validate stored or submitted settings with the skill's Config."""

@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-import httpx
+import httpx2
 from jinja2 import TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 from jsonschema import Draft202012Validator
@@ -144,7 +144,7 @@ async def call_webhook(run: RunContext[Any], ctx: SkillContext, config: Config,
     policy = policy_from_config(ctx.app.config)
     if config.method == "GET":
         params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
-        url = str(httpx.URL(config.url).copy_merge_params(params))
+        url = str(httpx2.URL(config.url).copy_merge_params(params))
         response = await fetch("GET", url, policy=policy, headers=headers)
     else:
         response = await fetch(config.method, config.url, policy=policy, headers=headers, json=arguments)

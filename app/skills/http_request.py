@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 from typing import Literal
 
-import httpx
+import httpx2
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
@@ -105,7 +105,7 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
             response = await fetch(method, url, policy=policy, headers=headers, content=body)
         except OutboundRefused as refused:
             raise ToolFailed(f"Refused: {refused}") from refused
-        except httpx.HTTPError as error:
+        except httpx2.HTTPError as error:
             raise ToolFailed(f"Could not fetch {url}: {str(error) or type(error).__name__}") from error
         return describe(response, method, config.max_chars)
 

@@ -32,6 +32,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.table",
     "app.skills.preload_data",
     "app.skills.compaction",
+    "app.skills.ui_proposals",
 )
 
 

@@ -15,10 +15,10 @@ def create_app(config: dict | None = None) -> Flask:
 
     settings.load(app, config)
 
-    from app import database, errors, navigation, rendering, security
+    from app import database
     from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
+    from app.web import errors, navigation, rendering, security, text_input
     from app.web import request as web_request
-    from app.web import text_input
 
     web_request.init_app(app)  # before any route: the bounded `int` converter
 
@@ -43,9 +43,9 @@ def create_app(config: dict | None = None) -> Flask:
     register_blueprints(app)
 
     from app import cli, skills
-    from app.agents import runtime
+    from app.runtime import execution
 
-    runtime.init_app(app)
+    execution.init_app(app)
     skills.init_app(app)
     # Last: tasks declared by blueprints and skills (@jobs.task) must be imported before huey binds them.
     jobs.init_app(app)

@@ -9,11 +9,11 @@ from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 
 from app import server
-from app.accounts import create_user
-from app.agents.interruption import interrupt_here, recover_interrupted
+from app.accounts.forms import PASSWORD_MIN
+from app.accounts.users import create_user
 from app.extensions import db
-from app.forms import PASSWORD_MIN
 from app.models import ROLES, User
+from app.runtime.interruption import interrupt_here, recover_interrupted
 from app.seed import ensure_defaults
 
 

@@ -20,8 +20,8 @@ log = logging.getLogger(__name__)
 
 # Modules that declare tasks; imported before binding so every task exists on every backend.
 TASK_MODULES: tuple[str, ...] = (
-    "app.agents.titles",
-    "app.compaction_service",
+    "app.runtime.titles",
+    "app.chat.compaction",
 )
 
 

@@ -20,8 +20,8 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers.gthread import ThreadWorker
 
-from app.agents import interruption, runtime
 from app.extensions import db
+from app.runtime import execution, interruption
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +77,11 @@ class Worker(ThreadWorker):
     """gunicorn's threaded worker, which interrupts the runs in flight as soon as it is told to stop."""
 
     def handle_exit(self, sig, frame) -> None:  # SIGTERM: finish what is being answered, then exit
-        runtime.interrupt_all()  # the runs end at once, so their streams end too
+        execution.interrupt_all()  # the runs end at once, so their streams end too
         super().handle_exit(sig, frame)
 
     def handle_quit(self, sig, frame) -> None:  # SIGINT (Ctrl+C) and SIGQUIT: exit now
-        runtime.interrupt_all()
+        execution.interrupt_all()
         super().handle_quit(sig, frame)
 
 

@@ -3,10 +3,12 @@
 Run with the project's venv: `.venv/bin/python benchmarks/chat_turn.py`. Prints one figure per line,
 `name: value unit (target …)`, and exits 1 when a target of issue 3 is missed. Every figure is a ratio
 against a baseline measured side by side in the same process, because the machine is shared and noisy.
+The turn figures are information only: they run on a `FunctionModel`, never on the provider path real
+deployments take, which `benchmarks/serving.py` measures (with targets) instead.
 
 (a) a turn through HTTP + SSE against a minimal Flask app doing the same exchange (POST the message,
     read the SSE stream) for the same pydantic-ai agent on the same instant FunctionModel, with no
-    storage, auth or rendering: target ratio ≤ 1.5, and the added milliseconds. Both sides hold one
+    storage, auth or rendering: the ratio and the added milliseconds (no target: see serving.py). Both sides hold one
     conversation whose history grows turn by turn, so the model sees the same messages on both; the
     baseline keeps that history in a dict;
 (b) the sidebar's first page at 100 and at 10,000 conversations: target ratio ≤ 1.3;
@@ -39,11 +41,11 @@ import flask_migrate  # noqa: E402
 from _figures import Figures, timed  # noqa: E402
 
 from app import create_app  # noqa: E402
-from app.accounts import create_user  # noqa: E402
-from app.agents import loop, providers  # noqa: E402
+from app.accounts.users import create_user  # noqa: E402
 from app.extensions import db  # noqa: E402
 from app.models import Agent, Conversation, Message, ModelConfig  # noqa: E402
 from app.models.base import utcnow  # noqa: E402
+from app.runtime import loop, providers  # noqa: E402
 
 TURNS = 40
 ROUNDS = 5
@@ -208,7 +210,7 @@ def main() -> int:
     report("chat_turn_baseline_p50", base_ms, "ms")
     report("chat_turn_skilldesk_p50", ours_ms, "ms")
     report("chat_turn_added", ours_ms - base_ms, "ms")
-    report("chat_turn_ratio", ratio, "x", "≤ 1.5", ratio <= 1.5)
+    report("chat_turn_ratio", ratio, "x")
     # Where the added time goes: the CPU the two requests of a turn spend in the app (not in the run).
     report("chat_turn_requests_cpu_baseline", base_meter.seconds / len(base_times) * 1000, "ms")
     report("chat_turn_requests_cpu_skilldesk", ours_meter.seconds / len(ours_times) * 1000, "ms")

@@ -26,11 +26,11 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import BaseToolCallPart, BaseToolReturnPart, ModelMessage
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from app.agents import offline
-from app.agents.builder import ToolErrorsAsResults
-from app.agents.compaction import Summarizer
-from app.agents.context_size import estimate_tokens
-from app.agents.providers import OFFLINE_SPEC
+from app.runtime import offline
+from app.runtime.builder import ToolErrorsAsResults
+from app.runtime.compaction import Summarizer
+from app.runtime.context_size import estimate_tokens
+from app.runtime.providers import OFFLINE_SPEC
 from app.skills.compaction import Compaction, Config, compact_conversation_context
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False

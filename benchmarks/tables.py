@@ -32,7 +32,7 @@ import flask_migrate  # noqa: E402
 from _figures import Figures, timed  # noqa: E402
 
 from app import create_app  # noqa: E402
-from app.accounts import create_user  # noqa: E402
+from app.accounts.users import create_user  # noqa: E402
 from app.extensions import db  # noqa: E402
 from app.models.base import utcnow  # noqa: E402
 from app.tables.schema import add_field, create_table, sql_table  # noqa: E402

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Callable
 from flask import Flask
 from flask.testing import FlaskClient
 
-from app.agents import offline, runtime
 from app.extensions import db
 from app.models import Message, Run
+from app.runtime import execution, offline
 from tests.conftest import make_agent
 
 
@@ -30,7 +30,7 @@ def send(app: Flask, client: FlaskClient, conversation_id: int, text: str, wait:
     assert response.status_code == 302, response.text
     run_id = last_run_id(app, conversation_id)
     if wait:
-        runtime.wait(run_id)
+        execution.wait(run_id)
     return run_id
 
 

@@ -22,9 +22,9 @@ from sqlalchemy import inspect, text
 from werkzeug.security import generate_password_hash
 
 from app import create_app
-from app.agents import providers
 from app.extensions import db
 from app.models import Agent, ModelConfig, User
+from app.runtime import providers
 from app.seed import ensure_defaults
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
@@ -119,7 +119,7 @@ def make_user(role: str = "user", name: str | None = None, email: str | None = N
     """Create and commit a user (inside an app context)."""
     # Unique across module copies: `from tests.conftest import ...` loads this file a second time.
     n = f"{next(_counter)}-{uuid.uuid4().hex[:6]}"
-    # Made like app.accounts.create_user does, but the suite signs in hundreds of times: a salted
+    # Made like app.accounts.users.create_user does, but the suite signs in hundreds of times: a salted
     # one-round hash instead of scrypt, which costs ~0.2 s to make and again to check.
     user = User(email=(email or f"{role}{n}@example.org").strip().lower(), name=name or f"{role.title()} {n}",
                 role=role, active=True, preferences={},

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +35,10 @@ class FakeOpenAI(ThreadingHTTPServer):
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_port}/v1"
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client closing its pooled connection
+            super().handle_error(request, client_address)
 
     def count(self) -> None:
         with self._count:

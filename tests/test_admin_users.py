@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from app.agents import runtime
 from app.extensions import db
 from app.models import Conversation, Run, User
+from app.runtime import execution
 from tests.conftest import PASSWORD, make_agent
 
 NEW_USER = {"name": "Lea", "email": "lea@example.org", "password": PASSWORD, "role": "user"}
@@ -190,7 +190,7 @@ def test_the_stream_of_a_deactivated_user_ends(app, client, admin, other, script
         assert not any(b"event: end" in c for c in chunks)
     finally:
         release.set()
-        runtime.wait(run_id)
+        execution.wait(run_id)
 
 
 # --- the last admin -------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from werkzeug.datastructures import MultiDict
 
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
-from app.skills.registry import Skill
+from app.runtime.skill import Skill
 from tests.chat_driver import chat_model, send, start_chat, words
 from tests.conftest import make_agent
 

@@ -9,7 +9,7 @@ import pytest
 from flask import Flask
 
 from app import create_app
-from app.accounts import create_user
+from app.accounts.users import create_user
 from app.config import DEFAULTS
 from app.extensions import db
 from app.models import Conversation, User

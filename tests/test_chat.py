@@ -16,11 +16,12 @@ from pydantic_ai.models.function import DeltaToolCall
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
 
-from app.agents import runtime, turns
+from app.chat import turns
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run, User
 from app.models.base import utcnow
-from app.rendering import render_markdown
+from app.runtime import execution
+from app.web.rendering import render_markdown
 from tests.chat_driver import chat_model, last_run_id, outcome, send, sse_events, start_chat, words
 from tests.conftest import make_agent
 
@@ -72,7 +73,7 @@ def test_sending_over_htmx_answers_the_bubble_and_a_live_run(app, client, auth, 
                            headers=HX)
     assert response.status_code == 200
     run_id = last_run_id(app, conversation_id)
-    runtime.wait(run_id)
+    execution.wait(run_id)
     html = response.text
     assert re.search(r'<article id="message-\d+" class="message user"', html)
     assert "Hello &lt;b&gt;bold&lt;/b&gt;" in html  # the user's text is escaped
@@ -119,7 +120,7 @@ def test_a_second_message_waits_for_the_running_answer(app, client, auth, script
         assert ">Second</textarea>" in response.text  # the text is kept in the composer
     finally:
         release.set()
-        runtime.wait(run_id)
+        execution.wait(run_id)
     assert f'id="run-{run_id}"' not in client.get(f"/chat/{conversation_id}").text
     with app.app_context():  # the refused message stored nothing
         contents = db.session.scalars(db.select(Message.content).where(
@@ -235,7 +236,7 @@ def test_the_stream_follows_a_live_run_and_shows_tool_steps(app, client, auth, s
     reader.start()
     gate.set()
     reader.join(10)
-    runtime.wait(run_id)
+    execution.wait(run_id)
     events = sse_events(body[0])
     kinds = [e["event"] for e in events]
     assert kinds.index("tool_call") < kinds.index("tool_result") < kinds.index("end")

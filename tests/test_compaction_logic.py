@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from app.agents.compaction import (
+from app.runtime.compaction import (
     SUMMARY_HEADER,
     Summarizer,
     clear_tool_results,
@@ -32,9 +32,9 @@ from app.agents.compaction import (
     summarize_middle,
     summary_request_text,
 )
-from app.agents.context_size import FILE_TOKENS, estimate_tokens
-from app.agents.offline import SUMMARY_MARKER, make_offline_model
-from app.agents.providers import OFFLINE_SPEC
+from app.runtime.context_size import FILE_TOKENS, estimate_tokens
+from app.runtime.offline import SUMMARY_MARKER, make_offline_model
+from app.runtime.providers import OFFLINE_SPEC
 from app.skills.compaction import Config, compact_conversation_context
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False

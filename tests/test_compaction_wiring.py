@@ -5,10 +5,10 @@ from __future__ import annotations
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, TextPart
 
-from app.agents import offline, runtime
-from app.agents.compaction import SUMMARY_HEADER
 from app.extensions import db
 from app.models import CompactionRecord, Conversation, Message, Run
+from app.runtime import execution, offline
+from app.runtime.compaction import SUMMARY_HEADER
 from tests.conftest import make_agent
 
 LONG = ("Please file invoice INV-{n} for order #{n}0 from https://example.org/orders/{n} and note that "
@@ -37,7 +37,7 @@ def say(app, client, conversation_id: int, text: str):
         run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id)
                                    .order_by(Run.created_at.desc()).limit(1))
     if run_id:
-        runtime.wait(run_id)
+        execution.wait(run_id)
     return response
 
 

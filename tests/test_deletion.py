@@ -8,9 +8,10 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from app.agents import purge, runtime
+from app.chat import purge
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent, Share, User
+from app.runtime import execution
 from tests.chat_driver import chat_model, outcome, send, start_chat, words
 from tests.conftest import PASSWORD
 
@@ -91,7 +92,7 @@ def test_deleting_during_a_run_stores_nothing_afterwards(app, client, auth, scri
     assert started.wait(5)
     assert client.post(f"/chat/{conversation_id}/delete").status_code == 302
     release.set()
-    runtime.wait(run_id)
+    execution.wait(run_id)
     run, message = outcome(app, run_id)
     assert run.status in ("cancelled", "succeeded") and not run.active
     assert message is None or message.content == ""
@@ -174,7 +175,7 @@ def test_deleting_a_user_during_their_run_leaves_nothing(app, client, auth, scri
         sam_id = db.session.scalar(db.select(User.id).where(User.email == "sam@example.org"))
     assert client.post(f"/admin/users/{sam_id}/delete").status_code == 302
     release.set()
-    runtime.wait(run_id)
+    execution.wait(run_id)
     with app.app_context():
         assert db.session.get(Conversation, conversation_id) is None
         assert db.session.get(Run, run_id) is None

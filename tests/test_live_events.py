@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from app import create_app
-from app.agents import events as run_events
-from app.agents import runtime
 from app.extensions import db
 from app.models import Conversation, Run
+from app.runtime import events as run_events
+from app.runtime import execution
 from tests.chat_driver import chat_model, outcome, send, start_chat
 from tests.conftest import AuthActions, make_agent, make_user
 
@@ -38,7 +38,7 @@ BACKENDS = [
 EMIT = """
 import json, sys
 from app import create_app
-from app.agents.events import EventWriter
+from app.runtime.events import EventWriter
 app = create_app(json.loads(sys.argv[1]))
 EventWriter(app, sys.argv[2], int(sys.argv[3])).emit("text", {"delta": "from another process"})
 """
@@ -46,12 +46,12 @@ EventWriter(app, sys.argv[2], int(sys.argv[3])).emit("text", {"delta": "from ano
 STOP = """
 import json, sys
 from app import create_app
-from app.agents import runtime
+from app.runtime import execution
 from app.extensions import db
 from app.models import Run
 app = create_app(json.loads(sys.argv[1]))
 with app.app_context():
-    runtime.request_stop(db.session.get(Run, sys.argv[2]))
+    execution.request_stop(db.session.get(Run, sys.argv[2]))
 """
 
 
@@ -122,7 +122,7 @@ def test_stop_from_another_process_ends_a_run_waiting_on_its_model(live, scripte
     run_id = send(live, client, conversation_id, "Take your time", wait=False)
     assert started.wait(10)
     in_another_process(live, STOP, run_id)
-    runtime.wait(run_id, timeout=45)
+    execution.wait(run_id, timeout=45)
     run, message = outcome(live, run_id)
     assert run.status == "cancelled" and run.cancel_requested
     assert message.content.startswith("Thinking") and "never" not in message.content

@@ -164,6 +164,7 @@ def refusing_server() -> Iterator[str]:
 
 def test_test_connection_shows_the_providers_401(app, client, admin, refusing_server, monkeypatch):
     monkeypatch.setenv("SKILLDESK_TEST_KEY", "sk-test-key")
+    app.config["OUTBOUND_ALLOWED_HOSTS"] = "127.0.0.1"  # the admin allows the local server
     client.post("/admin/models/", data={**VALID, "name": "Refuser", "base_url": refusing_server,
                                         "api_key_env": "SKILLDESK_TEST_KEY"})
     with app.app_context():

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
-import httpx
+import httpx2
 import pytest
 
-from app.html_text import html_to_text
-from app.outbound import (
+from app.guards.html_text import html_to_text
+from app.guards.outbound import (
     OutboundPolicy,
     OutboundRefused,
     fetch,
@@ -208,7 +208,7 @@ def test_redirect_from_allowed_host_to_refused_address_is_refused(server: str, t
 
 def test_redirect_loop_stops_at_max_redirects(server: str) -> None:
     policy = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}), timeout=2, max_redirects=2)
-    with pytest.raises(httpx.TooManyRedirects, match="more than 2"):
+    with pytest.raises(httpx2.TooManyRedirects, match="more than 2"):
         fetch_sync("GET", f"{server}/loop", policy=policy)
 
 
@@ -248,7 +248,7 @@ def test_text_uses_the_declared_charset(server: str) -> None:
 def test_time_is_capped(server: str, path: str, message: str | None) -> None:
     policy = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}), timeout=0.3)
     started = time.monotonic()
-    with pytest.raises(httpx.TimeoutException, match=message):
+    with pytest.raises(httpx2.TimeoutException, match=message):
         fetch_sync("GET", f"{server}{path}", policy=policy)
     assert time.monotonic() - started < 1.0
 
@@ -269,7 +269,7 @@ def test_https_sends_the_name_as_sni_and_verifies_the_certificate(tmp_path: Path
     thread = threading.Thread(target=handshake, daemon=True)
     thread.start()
     policy = OutboundPolicy(allowed_hosts=frozenset({"localhost"}), timeout=2)
-    with listener, pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+    with listener, pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         fetch_sync("GET", f"https://localhost:{listener.getsockname()[1]}/", policy=policy)
     thread.join(2)
     assert seen == ["localhost"]
@@ -436,3 +436,27 @@ def test_guarded_clients_connect_to_the_address_they_checked_not_to_a_second_loo
         with pytest.raises(OutboundRefused, match="site.rebind.test resolves to 10.0.0.1"):
             client.get(f"http://site.rebind.test:{port}/hello")
     assert answers == ["127.0.0.1", "10.0.0.1"]
+
+
+def test_guarded_clients_verify_tls_by_the_name_on_the_checked_address(tmp_path: Path) -> None:
+    cert, key = _self_signed_certificate(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    seen: list[str | None] = []
+    context.sni_callback = lambda _sock, name, _ctx: seen.append(name)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve_once() -> None:
+        connection, _ = listener.accept()
+        with context.wrap_socket(connection, server_side=True) as tls:
+            tls.recv(65536)
+            tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    thread = threading.Thread(target=serve_once, daemon=True)
+    thread.start()
+    policy = OutboundPolicy(allowed_hosts=frozenset({"localhost"}), timeout=2)
+    trusted = ssl.create_default_context(cafile=str(cert))  # this test's certificate, for the name localhost
+    with listener, guarded_client(policy, verify=trusted, timeout=2) as client:
+        assert client.get(f"https://localhost:{listener.getsockname()[1]}/").text == "ok"
+    thread.join(2)
+    assert seen == ["localhost"]

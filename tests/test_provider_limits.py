@@ -16,6 +16,7 @@ PROVIDERS = {"openai-compatible": "/v1", "anthropic": "", "groq": ""}
 
 
 def _config(app, server, provider: str = "openai-compatible", **fields) -> int:
+    app.config["OUTBOUND_ALLOWED_HOSTS"] = "127.0.0.1"  # the admin allows the local server
     with app.app_context():
         base_url = server.base_url.removesuffix("/v1") + PROVIDERS[provider]
         fields.setdefault("name", f"Local {provider}")

@@ -15,7 +15,7 @@ import pytest
 
 from app.extensions import db
 from app.knowledge.embeddings import embedder_from_config
-from app.memories import remember
+from app.knowledge.memories import remember
 from app.models import Memory
 from tests.chat_driver import chat_model, send, start_chat, words
 from tests.conftest import make_agent

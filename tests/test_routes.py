@@ -19,8 +19,9 @@ from flask import url_for
 from werkzeug.security import generate_password_hash
 
 from app import create_app
-from app.credentials import save_credential
+from app.api.tokens import create_token
 from app.extensions import db
+from app.guards.credentials import save_credential
 from app.models import (
     Agent,
     Conversation,
@@ -179,6 +180,9 @@ ROUTES: dict[str, Access] = {
     "api.capabilities": Access(MEMBERS),
     "assistant_admin.show": Access(ADMINS),
     "assistant_admin.update": Access(ADMINS, data={"enabled": "y"}),
+    "tokens.index": Access(MEMBERS),
+    "tokens.create": Access(MEMBERS, data={"name": "Script", "scope": "read", "days": "30"}),
+    "tokens.revoke": Access(MEMBERS, owner=True, args={"token_id": "@api_token"}, changes=True),
 }
 
 # A cheap hash: this test signs in five people for each of ~90 routes.
@@ -217,9 +221,11 @@ def own_objects(user: User, agent: Agent) -> dict[str, object]:
                     text="Likes tea")
     db.session.add_all([share, call, memory])
     credential = save_credential(user.id, "API_TOKEN", "secret-value-123")
+    api_token, _secret = create_token(user, "Script", "read", 30)
     db.session.flush()
     return {"conversation": conversation.id, "run": run.id, "share": share.id, "token": share.token,
-            "call": call.id, "memory": memory.id, "credential": credential.id}
+            "call": call.id, "memory": memory.id, "credential": credential.id,
+            "api_token": api_token.id}
 
 
 def build_world() -> dict[str, dict[str, object]]:

@@ -20,10 +20,10 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import DeltaToolCall
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.agents import runtime
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent
-from app.skills.registry import Skill
+from app.runtime import execution
+from app.runtime.skill import Skill
 from tests.chat_driver import chat_model, outcome, send, start_chat, words
 from tests.conftest import make_agent
 
@@ -167,7 +167,7 @@ def test_a_missing_agent_fails_the_run_honestly(app, client, auth, scripted_mode
         db.session.add(run)
         db.session.commit()
         run_id = run.id
-    runtime.launch(app, run_id).result(10)
+    execution.launch(app, run_id).result(10)
     run, message = outcome(app, run_id)
     assert run.status == "failed" and "no longer exists" in run.error
 
@@ -214,7 +214,7 @@ def test_stop_keeps_the_partial_output(app, client, auth, scripted_model):
     time.sleep(0.1)
     response = client.post(f"/runs/{run_id}/stop")
     assert response.status_code == 204
-    runtime.wait(run_id)
+    execution.wait(run_id)
     run, message = outcome(app, run_id)
     assert run.status == "cancelled"
     assert message.content.startswith("Partial answer") and len(message.content) < len("Partial answer") + 400
@@ -240,7 +240,7 @@ def test_stop_from_another_process_is_noticed(app, client, auth, scripted_model)
     with app.app_context():
         db.session.execute(db.update(Run).where(Run.id == run_id).values(cancel_requested=True))
         db.session.commit()
-    runtime.wait(run_id)
+    execution.wait(run_id)
     assert outcome(app, run_id)[0].status == "cancelled"
 
 
@@ -291,7 +291,7 @@ def test_events_are_numbered_and_end_with_the_message(app, client, auth, scripte
 @pytest.mark.parametrize("body", [{"error": {"message": "Bad key"}}, "Bad key", None])
 def test_provider_error_messages_say_what_the_provider_answered(body):
     error = ModelHTTPError(401, "m", body=body)
-    text = runtime.provider_error(error)
+    text = execution.provider_error(error)
     assert text.startswith("The provider answered 401: ")
     assert ("Bad key" in text) if body else len(text) > len("The provider answered 401: ")
     if isinstance(body, dict):

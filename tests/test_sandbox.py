@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.sandbox import (
+from app.guards.sandbox import (
     SandboxLimits,
     SandboxMemoryExceeded,
     SandboxResult,

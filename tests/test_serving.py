@@ -6,9 +6,9 @@ import asyncio
 import threading
 import time
 
-from app.agents import events as run_events
-from app.agents import runtime
 from app.extensions import db
+from app.runtime import events as run_events
+from app.runtime import execution
 from tests.chat_driver import chat_model, send, start_chat
 
 
@@ -63,5 +63,5 @@ def test_a_stream_follower_holds_no_connection_while_it_waits(app, client, auth,
     finally:
         release.set()
         reader.join(10)
-        runtime.wait(run_id)
+        execution.wait(run_id)
     assert any(b"event: end" in chunk for chunk in chunks)

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.skills.registry import BUILTINS, Skill
+from app.runtime.skill import Skill
+from app.skills.registry import BUILTINS
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILLS: list[Skill] = [importlib.import_module(module).skill for module in BUILTINS]

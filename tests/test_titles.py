@@ -10,10 +10,10 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import DeltaToolCall
 
-from app.agents import runtime
-from app.agents.titles import GeneratedTitle, fallback_title, generate_title
 from app.extensions import db
 from app.models import Conversation, Message
+from app.runtime import execution
+from app.runtime.titles import GeneratedTitle, fallback_title, generate_title
 from tests.chat_driver import outcome, send, start_chat
 from tests.conftest import make_agent, make_user
 
@@ -212,7 +212,7 @@ def test_the_log_has_the_id_whether_generated_and_the_length_never_the_text(app,
                                [(QUESTION, ANSWER)])
     run_title_job(app, generated)
     run_title_job(app, fallen)
-    lines = [r.getMessage() for r in caplog.records if r.name == "app.agents.titles"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "app.runtime.titles"]
     assert f"conversation {generated} title generated=True length=25 written=True" in lines
     fallback = fallback_title(QUESTION)
     assert f"conversation {fallen} title generated=False length={len(fallback)} written=True" in lines
@@ -231,7 +231,7 @@ def start_and_send(app, client, config_id: int, text: str) -> tuple[int, str]:
     with app.app_context():
         run_id = db.session.scalar(db.select(Message.run_id)
                                    .where(Message.conversation_id == conversation_id))
-    runtime.wait(run_id)
+    execution.wait(run_id)
     return conversation_id, run_id
 
 
@@ -268,7 +268,7 @@ def test_the_end_of_the_stream_brings_a_new_title_and_leaves_an_old_one_alone(
     with app.app_context():
         second_run = db.session.scalar(db.select(Message.run_id).where(
             Message.conversation_id == conversation_id, Message.run_id != first_run))
-    runtime.wait(second_run)
+    execution.wait(second_run)
     second = client.get(f"/runs/{second_run}/events", headers={"HX-Request": "true"}).text
     assert "event: end" in second and ANSWER in second
     assert 'id="chat-title"' not in second and "/title?tries=" not in second

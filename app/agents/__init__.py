@@ -1,1 +1,1 @@
-"""The agent runtime: build an agent from its configuration, run a turn, stream and store its events."""
+"""Agents and their model configurations: the editor's form, the model form, the connection check, the preview."""

@@ -6,9 +6,10 @@ from flask import Flask
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.exceptions import AgentRunError, ModelHTTPError, ModelRequestTimeout, ModelTimeoutError
 
-from app.agents import loop
-from app.agents.providers import ModelSpec, ModelUnavailable, build_model
-from app.agents.runtime import provider_error
+from app.guards.outbound import OutboundRefused
+from app.runtime import loop
+from app.runtime.execution import provider_error
+from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
 
 
 async def _ping(spec: ModelSpec) -> str:
@@ -27,5 +28,7 @@ def check_connection(app: Flask, spec: ModelSpec) -> tuple[bool, str]:
         return False, provider_error(error)
     except (ModelRequestTimeout, ModelTimeoutError) as error:
         return False, spec.timeout_message(getattr(error, "timeout", None))
+    except OutboundRefused as error:
+        return False, str(error)
     except (AgentRunError, ModelUnavailable, TimeoutError, OSError) as error:
         return False, f"{type(error).__name__}: {error}"

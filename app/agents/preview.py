@@ -10,11 +10,11 @@ from pydantic_ai.exceptions import AgentRunError, ModelHTTPError
 from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.usage import UsageLimits
 
-from app.agents import loop
-from app.agents.builder import AgentSpec, Person, build_agent
-from app.agents.outcome import step_result
-from app.agents.providers import ModelUnavailable
-from app.agents.runtime import provider_error
+from app.runtime import loop
+from app.runtime.builder import AgentSpec, Person, build_agent
+from app.runtime.execution import provider_error
+from app.runtime.outcome import step_result
+from app.runtime.providers import ModelUnavailable
 
 
 @dataclass

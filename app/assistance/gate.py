@@ -19,10 +19,10 @@ from flask import Flask, g, request
 from flask_login import current_user
 
 from app.api.errors import error_response
-from app.errors import render_error
 from app.extensions import db
 from app.models import InstanceSetting
-from app.security import wants_json
+from app.web.errors import render_error
+from app.web.security import wants_json
 
 ENABLED_KEY = "assistant.enabled"
 DISABLED_MESSAGE = "The assistant is switched off on this instance. An administrator can switch it back on."
@@ -76,5 +76,5 @@ def _gate() -> Any:
 
 
 def init_app(app: Flask) -> None:
-    """Put the gate after the sign-in check (app.security registers that first)."""
+    """Put the gate after the sign-in check (app.web.security registers that first)."""
     app.before_request(_gate)

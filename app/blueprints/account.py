@@ -6,9 +6,9 @@ from flask import Blueprint, current_app, flash, redirect, render_template, requ
 from flask_login import current_user
 from flask_login.config import COOKIE_NAME
 
-from app import sessions
+from app.accounts import sessions
+from app.accounts.forms import PasswordForm
 from app.extensions import db
-from app.forms import PasswordForm
 
 bp = Blueprint("account", __name__)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.accounts import admin_count, create_user, delete_user
+from app.accounts.forms import EditUserForm, NewUserForm
+from app.accounts.users import admin_count, create_user, delete_user
 from app.extensions import db
-from app.forms import EditUserForm, NewUserForm
-from app.htmx import is_htmx
 from app.models import CompactionRecord, Conversation, User
-from app.security import admin_required
+from app.web.htmx import is_htmx
+from app.web.security import admin_required
 
 bp = Blueprint("admin", __name__)
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app import agent_editor
-from app.agents.builder import AgentSpec, Person
+from app.agents import editor
 from app.agents.preview import run_preview
-from app.agents.providers import ModelSpec
 from app.extensions import db
 from app.models import ROLES, Agent, ModelConfig
-from app.security import admin_required
+from app.runtime.builder import AgentSpec, Person
+from app.runtime.providers import ModelSpec
 from app.skills import registry
+from app.web.security import admin_required
 
 bp = Blueprint("agents", __name__)
 
@@ -21,7 +21,7 @@ def get_agent(agent_id: int) -> Agent:
     return db.get_or_404(Agent, agent_id)
 
 
-def render_editor(form: agent_editor.AgentForm, agent: Agent | None, status: int = 200, preview=None):
+def render_editor(form: editor.AgentForm, agent: Agent | None, status: int = 200, preview=None):
     models = db.session.scalars(db.select(ModelConfig).order_by(ModelConfig.name)).all()
     return render_template("agents/edit.html", form=form, agent=agent, models=models, roles=ROLES,
                            registry=registry(), skill_forms=form.skill_forms(registry()),
@@ -38,7 +38,7 @@ def index():
 @bp.route("/new")
 @admin_required
 def new():
-    return render_editor(agent_editor.AgentForm.of(None), None)
+    return render_editor(editor.AgentForm.of(None), None)
 
 
 @bp.route("/", methods=["POST"])
@@ -51,7 +51,7 @@ def create():
 @admin_required
 def edit(agent_id: int):
     agent = get_agent(agent_id)
-    return render_editor(agent_editor.AgentForm.of(agent), agent)
+    return render_editor(editor.AgentForm.of(agent), agent)
 
 
 @bp.route("/<int:agent_id>", methods=["POST"])
@@ -61,7 +61,7 @@ def update(agent_id: int):
 
 
 def _submit(agent: Agent | None):
-    form = agent_editor.read_form(request.form, registry(), agent.id if agent else None)
+    form = editor.read_form(request.form, registry(), agent.id if agent else None)
     if form.action != "save":  # Add, Up, Down, Remove: show the changed list, judge it on Save
         form.errors, form.skill_errors = {}, {}
         return render_editor(form, agent)
@@ -70,7 +70,7 @@ def _submit(agent: Agent | None):
     if agent is None:
         agent = Agent()
         db.session.add(agent)
-    agent_editor.save(agent, form)
+    editor.save(agent, form)
     db.session.commit()
     flash(f"Saved the agent {agent.name}.")
     return redirect(url_for("agents.edit", agent_id=agent.id))
@@ -80,7 +80,7 @@ def _submit(agent: Agent | None):
 @admin_required
 def preview():
     """Run one message against the agent as it stands in the form (saved or not)."""
-    form = agent_editor.read_form(request.form, registry(), request.form.get("agent_id", type=int))
+    form = editor.read_form(request.form, registry(), request.form.get("agent_id", type=int))
     prompt = (request.form.get("preview_prompt") or "").strip()
     form.errors.pop("name", None)  # a preview needs no unique name
     if not prompt:

@@ -9,11 +9,12 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app import approvals, navigation
+from app.chat import approvals
 from app.extensions import db
-from app.htmx import is_htmx
 from app.models import ApprovalRecord, Conversation, Message, PendingCall
-from app.security import admin_required
+from app.web import navigation
+from app.web.htmx import is_htmx
+from app.web.security import admin_required
 
 bp = Blueprint("approvals", __name__)
 bp.record_once(lambda _state: navigation.add("Approvals", "approvals.index", ("admin",)))

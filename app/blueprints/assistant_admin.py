@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from flask import Blueprint, flash, redirect, render_template, url_for
 
-from app import navigation
 from app.assistance.forms import AssistantSettingsForm
 from app.assistance.gate import assistant_enabled, set_assistant_enabled
 from app.extensions import db
-from app.security import admin_required
+from app.web import navigation
+from app.web.security import admin_required
 
 bp = Blueprint("assistant_admin", __name__)
 navigation.add("Assistant", "assistant_admin.show", roles=("admin",))

@@ -7,13 +7,13 @@ from urllib.parse import urlsplit
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app import sessions
-from app.accounts import create_user
+from app.accounts import sessions
+from app.accounts.forms import SetupForm, SignInForm
+from app.accounts.users import create_user
 from app.extensions import db
-from app.forms import SetupForm, SignInForm
 from app.models import User
-from app.security import public
 from app.seed import ensure_defaults
+from app.web.security import public
 
 bp = Blueprint("auth", __name__)
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app import conversations
-from app.agents import turns
-from app.agents.purge import purge_conversation
 from app.assistance.context import ContextRejected, parse_context_text
-from app.compaction_service import compact_stored_context, compaction_config, parse_command
-from app.conversations import export_json, export_markdown, get_own_conversation, transcript
+from app.chat import conversations, turns
+from app.chat.compaction import compact_stored_context, compaction_config, parse_command
+from app.chat.conversations import export_json, export_markdown, get_own_conversation, transcript
+from app.chat.purge import purge_conversation
 from app.extensions import db
-from app.htmx import is_htmx, retarget
 from app.models import Agent, Conversation, Message
+from app.web.htmx import is_htmx, retarget
 
 bp = Blueprint("chat", __name__)
 

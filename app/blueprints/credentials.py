@@ -5,11 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app import navigation
-from app.credentials import MAX_VALUE_CHARS, check_name, save_credential, user_credentials
 from app.extensions import db
+from app.guards.credentials import MAX_VALUE_CHARS, check_name, save_credential, user_credentials
 from app.models.credentials import Credential
-from app.security import member_required
+from app.web import navigation
+from app.web.security import member_required
 
 bp = Blueprint("credentials", __name__)
 bp.record_once(lambda _state: navigation.add("Credentials", "credentials.index", ("admin", "user")))

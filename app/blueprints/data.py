@@ -5,20 +5,20 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app import navigation
-from app.agents import turns
 from app.assistance.context import ContextRejected, parse_context_text
 from app.assistance.gate import assistant_enabled
 from app.assistance.preferences import PreferenceError, ui_setting, update_preferences
-from app.conversations import get_own_conversation, transcript
+from app.chat import turns
+from app.chat.conversations import get_own_conversation, transcript
 from app.extensions import db
-from app.htmx import is_htmx
 from app.models import Agent, DataTable
 from app.tables import browse
 from app.tables.fields import KINDS, display, form_value
 from app.tables.permissions import allowed, readable_tables
 from app.tables.records import OPERATORS, delete_row, form_data, get_row, insert_row, update_row, validate
 from app.tables.schema import get_table
+from app.web import navigation
+from app.web.htmx import is_htmx
 
 bp = Blueprint("data", __name__)
 navigation.add("Data", "data.tables")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, redirect, url_for
 
-from app.security import public
+from app.web.security import public
 
 bp = Blueprint("home", __name__)
 

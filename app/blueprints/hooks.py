@@ -13,9 +13,9 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from app import triggers
 from app.extensions import csrf, db
 from app.models import Trigger
-from app.security import public
 from app.triggers.dispatch import on_webhook
 from app.web.bodies import body_limit
+from app.web.security import public
 
 bp = Blueprint("hooks", __name__)
 # Webhooks come from other systems, which have no session and no CSRF token.

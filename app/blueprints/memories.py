@@ -5,12 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app import navigation
 from app.extensions import db
-from app.htmx import is_htmx
-from app.memories import PAGE_SIZE, clean_text, forget, memories_of, text_error, update_memory
+from app.knowledge.memories import PAGE_SIZE, clean_text, forget, memories_of, text_error, update_memory
 from app.models import Memory
-from app.security import member_required
+from app.web import navigation
+from app.web.htmx import is_htmx
+from app.web.security import member_required
 
 bp = Blueprint("memories", __name__)
 bp.record_once(lambda _state: navigation.add("Memories", "memories.index", ("admin", "user")))

@@ -6,10 +6,10 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 from flask_login import current_user
 
 from app.blueprints.chat import render_chat
-from app.conversations import get_own_conversation
+from app.chat.conversations import get_own_conversation
 from app.extensions import db
-from app.htmx import is_htmx
 from app.skills.model_picker import choose_model, picker_for
+from app.web.htmx import is_htmx
 
 bp = Blueprint("model_picker", __name__)
 bp.add_app_template_global(picker_for, "model_picker")

@@ -5,12 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 
 from app.agents.connection import check_connection
-from app.agents.providers import ModelSpec
+from app.agents.model_forms import read_model_form
 from app.extensions import db
-from app.model_forms import read_model_form
 from app.models import ModelConfig
 from app.models.agents import MODEL_ROLES, PROVIDERS
-from app.security import admin_required
+from app.runtime.providers import ModelSpec
+from app.web.security import admin_required
 
 bp = Blueprint("models", __name__)
 

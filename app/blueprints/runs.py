@@ -8,14 +8,14 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 from flask_login import current_user
 from sqlalchemy.orm import contains_eager
 
-from app.agents import events as run_events
-from app.agents import runtime
+from app.chat.stream import encode_html, sse
 from app.extensions import db
 from app.models import Conversation, Message, Run, User
 from app.models.chat import ACTIVE_STATUSES, RUN_STATUSES
-from app.security import admin_required
-from app.stream import encode_html, sse
+from app.runtime import events as run_events
+from app.runtime import execution
 from app.triggers import history
+from app.web.security import admin_required
 
 bp = Blueprint("runs", __name__)
 
@@ -110,7 +110,7 @@ def _state(run_id: str, user_id: int) -> tuple[bool, bool]:
 def stop(run_id: str):
     run = get_own_run(run_id)
     if run.active:
-        runtime.request_stop(run)
+        execution.request_stop(run)
     return Response(status=204)
 
 

@@ -7,14 +7,14 @@ from datetime import timedelta
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.conversations import get_own_conversation, transcript
+from app.chat.conversations import get_own_conversation, transcript
+from app.chat.sharing import copy_snapshot, snapshot_of
 from app.extensions import db
-from app.htmx import is_htmx
 from app.models import Share, User
 from app.models.base import utcnow
 from app.models.shares import AUDIENCES
-from app.security import member_required, public
-from app.sharing import copy_snapshot, snapshot_of
+from app.web.htmx import is_htmx
+from app.web.security import member_required, public
 
 bp = Blueprint("shares", __name__)
 

@@ -15,11 +15,9 @@ from flask import (
 )
 from wtforms.fields.choices import SelectChoice
 
-from app import navigation
 from app.extensions import db
 from app.models import Agent, DataTable
 from app.models.tables import TABLE_ACTIONS
-from app.security import admin_required
 from app.tables import csv_io
 from app.tables.fields import KINDS
 from app.tables.forms import ChangeFieldForm, FieldForm, TableForm, TableSettingsForm, UploadForm, add_error
@@ -33,6 +31,8 @@ from app.tables.schema import (
     get_table,
     remove_field,
 )
+from app.web import navigation
+from app.web.security import admin_required
 
 bp = Blueprint("tables_admin", __name__)
 navigation.add("Tables", "tables_admin.index", ("admin",))

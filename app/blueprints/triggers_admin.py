@@ -5,13 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from wtforms.fields.choices import SelectChoice
 
-from app import navigation
 from app.extensions import db
 from app.models import Agent, DataTable, Run, Trigger, TriggerRun, User
 from app.models.tables import new_hook_token
-from app.security import admin_required
 from app.triggers.forms import TriggerForm
 from app.triggers.schedules import next_time
+from app.web import navigation
+from app.web.security import admin_required
 
 bp = Blueprint("triggers_admin", __name__)
 navigation.add("Triggers", "triggers_admin.index", ("admin",))

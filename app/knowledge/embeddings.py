@@ -7,7 +7,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import httpx
+from app.guards.outbound import OutboundPolicy, guarded_client, policy_from_config
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -116,13 +116,15 @@ class OpenAICompatibleEmbedder:
         *,
         batch_size: int = 64,
         timeout: float = 60.0,
+        policy: OutboundPolicy = OutboundPolicy(),  # noqa: B008 - frozen, shared
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env or None
         # Servers cap inputs per request (OpenAI at 2048, local servers far lower).
         self.batch_size = batch_size
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout)
+        # Through the outbound guard, pinned: a server on a private address needs OUTBOUND_ALLOWED_HOSTS.
+        self._client = guarded_client(policy, base_url=self.base_url, timeout=timeout)
         self._dimensions: int | None = None
 
     @property
@@ -230,6 +232,8 @@ def embedder_from_config(config: Mapping[str, object]) -> Embedder:
         embedder = _embedders.get(key)
         if embedder is None:
             embedder = _embedders[key] = (
-                MiniLMEmbedder() if key[0] == MINILM else OpenAICompatibleEmbedder(*key[1:])
+                # The guard is the first caller's (the app's): settings Chroma stores carry no OUTBOUND_*.
+                MiniLMEmbedder() if key[0] == MINILM
+                else OpenAICompatibleEmbedder(*key[1:], policy=policy_from_config(config))
             )
     return embedder

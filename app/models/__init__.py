@@ -8,11 +8,13 @@ from app.models.memories import Memory
 from app.models.settings import InstanceSetting
 from app.models.shares import Share
 from app.models.tables import DataField, DataTable, Trigger, TriggerRun
+from app.models.tokens import ApiToken
 from app.models.users import ROLES, User, UserSession
 
 __all__ = [
     "ROLES",
     "Agent",
+    "ApiToken",
     "ApprovalRecord",
     "CompactionRecord",
     "Conversation",

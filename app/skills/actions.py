@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-import httpx
+import httpx2
 from jinja2 import TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 from jsonschema import Draft202012Validator
@@ -22,11 +22,11 @@ from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.credentials import HeaderLines, fill_headers
 from app.extensions import db
+from app.guards.credentials import HeaderLines, fill_headers
+from app.guards.outbound import fetch, policy_from_config
 from app.models import User
-from app.outbound import fetch, policy_from_config
-from app.skills.registry import Skill, SkillContext
+from app.runtime.skill import Skill, SkillContext
 from app.skills.subagent import TOOL_NAME, delegate, reach
 from app.tables import permissions, records, schema
 
@@ -144,7 +144,7 @@ async def call_webhook(run: RunContext[Any], ctx: SkillContext, config: Config,
     policy = policy_from_config(ctx.app.config)
     if config.method == "GET":
         params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
-        url = str(httpx.URL(config.url).copy_merge_params(params))
+        url = str(httpx2.URL(config.url).copy_merge_params(params))
         response = await fetch("GET", url, policy=policy, headers=headers)
     else:
         response = await fetch(config.method, config.url, policy=policy, headers=headers, json=arguments)

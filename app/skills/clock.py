@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.skills.registry import Skill, SkillContext
+from app.runtime.skill import Skill, SkillContext
 
 
 class Config(BaseModel):

@@ -20,13 +20,13 @@ from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPErr
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model, ModelRequestContext
 
-from app.agents.compaction import CompactionResult, Summarizer, compact, threshold_target
-from app.agents.context_size import MAX_RATIO, estimate_tokens, usage_ratio
-from app.agents.providers import ModelSpec, ModelUnavailable, build_model
-from app.agents.runtime import model_spec_for
 from app.extensions import db
 from app.models import Agent, Conversation, ModelConfig
-from app.skills.registry import Skill, SkillContext
+from app.runtime.compaction import CompactionResult, Summarizer, compact, threshold_target
+from app.runtime.context_size import MAX_RATIO, estimate_tokens, usage_ratio
+from app.runtime.execution import model_spec_for
+from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
+from app.runtime.skill import Skill, SkillContext
 
 log = logging.getLogger(__name__)
 

@@ -19,17 +19,10 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.extensions import db
+from app.guards.outbound import OutboundPolicy, fetch, policy_from_config
+from app.guards.sandbox import Callbacks, SandboxLimits, SandboxMemoryExceeded, SandboxTimeout, ScriptError, run_script
 from app.models import DataTable, User
-from app.outbound import OutboundPolicy, fetch, policy_from_config
-from app.sandbox import (
-    Callbacks,
-    SandboxLimits,
-    SandboxMemoryExceeded,
-    SandboxTimeout,
-    ScriptError,
-    run_script,
-)
-from app.skills.registry import Skill, SkillContext
+from app.runtime.skill import Skill, SkillContext
 from app.tables import permissions, records
 from app.tables.schema import get_table
 

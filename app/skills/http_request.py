@@ -1,6 +1,6 @@
 """HTTP request: fetch a web page or call an HTTP API through the guarded client; HTML comes back as text.
 
-Every request, and every redirect hop, goes through app.outbound: loopback, private, link-local and
+Every request, and every redirect hop, goes through app.guards.outbound: loopback, private, link-local and
 metadata addresses are refused unless OUTBOUND_ALLOWED_HOSTS or this skill's own list names them.
 """
 
@@ -10,21 +10,15 @@ import json
 from dataclasses import replace
 from typing import Literal
 
-import httpx
+import httpx2
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.html_text import html_to_text
-from app.outbound import (
-    OutboundPolicy,
-    OutboundRefused,
-    OutboundResponse,
-    fetch,
-    policy_from_config,
-)
-from app.skills.registry import Skill, SkillContext
+from app.guards.html_text import html_to_text
+from app.guards.outbound import OutboundPolicy, OutboundRefused, OutboundResponse, fetch, policy_from_config
+from app.runtime.skill import Skill, SkillContext
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "+json", "+xml")
@@ -111,7 +105,7 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
             response = await fetch(method, url, policy=policy, headers=headers, content=body)
         except OutboundRefused as refused:
             raise ToolFailed(f"Refused: {refused}") from refused
-        except httpx.HTTPError as error:
+        except httpx2.HTTPError as error:
             raise ToolFailed(f"Could not fetch {url}: {str(error) or type(error).__name__}") from error
         return describe(response, method, config.max_chars)
 

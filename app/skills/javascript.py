@@ -1,6 +1,6 @@
 """JavaScript function: admin-written JavaScript with declared arguments, exposed to the agent as a tool.
 
-The code runs in the sandbox (app.sandbox): a fresh V8 isolate in a child process, with this skill's
+The code runs in the sandbox (app.guards.sandbox): a fresh V8 isolate in a child process, with this skill's
 time and memory caps, and no require, process, fetch, files or sockets.
 """
 
@@ -14,8 +14,8 @@ from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.sandbox import SandboxLimits, SandboxMemoryExceeded, SandboxTimeout, ScriptError, run_function
-from app.skills.registry import Skill, SkillContext
+from app.guards.sandbox import SandboxLimits, SandboxMemoryExceeded, SandboxTimeout, ScriptError, run_function
+from app.runtime.skill import Skill, SkillContext
 
 ArgumentType = Literal["string", "number", "integer", "boolean", "array", "object"]
 MB = 1024 * 1024

@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_ai import RunContext
 from pydantic_ai.toolsets import AbstractToolset, DynamicToolset
 
-from app.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
-from app.outbound import guarded_async_client, policy_from_config
-from app.skills.registry import Skill, SkillContext
+from app.guards.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
+from app.guards.outbound import guarded_async_client, policy_from_config
+from app.runtime.skill import Skill, SkillContext
 
 if TYPE_CHECKING:
     from pydantic_ai.mcp import MCPToolset

@@ -9,8 +9,8 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.memories import MAX_CHARS, MemoryUnavailable, clean_text, recall, relevance, remember, text_error
-from app.skills.registry import Skill, SkillContext
+from app.knowledge.memories import MAX_CHARS, MemoryUnavailable, clean_text, recall, relevance, remember, text_error
+from app.runtime.skill import Skill, SkillContext
 
 INSTRUCTIONS = (
     "You have a long-term memory. Use search_memory when earlier conversations may hold the answer "

@@ -7,8 +7,8 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.agents.deferred import ASKS_USER, CARD_KEY
-from app.skills.registry import Skill, SkillContext
+from app.runtime.deferred import ASKS_USER, CARD_KEY
+from app.runtime.skill import Skill, SkillContext
 
 PLAN_CHARS = 20_000
 

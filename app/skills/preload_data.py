@@ -15,12 +15,12 @@ from pydantic_ai.capabilities import Capability
 
 from app.extensions import db
 from app.models import User
-from app.skills.registry import Skill, SkillContext
+from app.runtime.prompts import clock_variables, render_prompt
+from app.runtime.skill import Skill, SkillContext
 from app.tables.markdown import markdown_table
 from app.tables.permissions import allowed
 from app.tables.records import BadFilter, Filter, UnknownField, page_of_rows, select_rows
 from app.tables.schema import get_table
-from app.triggers.prompts import clock_variables, render_prompt
 
 CONDITION = re.compile(r"^\s*([a-z][a-z0-9_]{0,39})\s*(!=|<=|>=|=|<|>|contains|not empty|empty)\s*(.*)$")
 OPERATORS = {"=": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "contains": "contains",

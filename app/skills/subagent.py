@@ -18,12 +18,12 @@ from pydantic_ai.exceptions import ToolFailed, UsageLimitExceeded
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
 
-from app.agents import events as run_events
-from app.agents.builder import AgentSpec, Person, build_agent
-from app.agents.runtime import model_spec_for
 from app.extensions import db
 from app.models import Agent, Conversation, Message, User
-from app.skills.registry import Skill, SkillContext
+from app.runtime import events as run_events
+from app.runtime.builder import AgentSpec, Person, build_agent
+from app.runtime.execution import model_spec_for
+from app.runtime.skill import Skill, SkillContext
 
 # Keys of SkillContext.extras that travel down a chain of delegations.
 DEPTH = "subagent_depth"

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit
 
-import httpx
+import httpx2
 from ddgs import DDGS
 from ddgs.exceptions import DDGSException
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -22,9 +22,9 @@ from pydantic_ai import Tool
 from pydantic_ai.capabilities import WebSearch
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
-from app.html_text import html_to_text
-from app.outbound import OutboundPolicy, OutboundRefused, fetch, policy_from_config
-from app.skills.registry import Skill, SkillContext
+from app.guards.html_text import html_to_text
+from app.guards.outbound import OutboundPolicy, OutboundRefused, fetch, policy_from_config
+from app.runtime.skill import Skill, SkillContext
 
 Backend = Literal["duckduckgo", "searxng", "tavily", "brave"]
 BACKEND_NAMES = {"duckduckgo": "DuckDuckGo", "searxng": "SearXNG", "tavily": "Tavily", "brave": "Brave"}
@@ -102,7 +102,7 @@ class Search:
             results = await backend(query)
         except OutboundRefused as refused:
             raise ToolFailed(f"The search was refused: {refused}") from refused
-        except (httpx.HTTPError, TimeoutError, OSError) as error:
+        except (httpx2.HTTPError, TimeoutError, OSError) as error:
             reason = str(error) or type(error).__name__
             raise ToolFailed(f"The web search could not reach {self.name}: {reason}. "
                              "The server may have no network access.") from error

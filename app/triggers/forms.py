@@ -8,9 +8,9 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 from wtforms.widgets import CheckboxInput, ListWidget
 
+from app.runtime.prompts import check_prompt
 from app.tables.events import ACTIONS
 from app.tables.forms import add_error
-from app.triggers.prompts import check_prompt
 from app.triggers.schedules import check_cron
 
 KIND_CHOICES = [SelectChoice("event", "A table event"),

@@ -12,11 +12,12 @@ from typing import Any
 from flask import current_app
 from jinja2 import TemplateError
 
-from app.agents import runtime, turns
+from app.chat import turns
 from app.extensions import db, jobs
 from app.models import Conversation, Message, Run, Trigger, TriggerRun
 from app.models.base import utcnow
-from app.triggers.prompts import clock_variables, render_prompt
+from app.runtime import execution
+from app.runtime.prompts import clock_variables, render_prompt
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ SOURCES = {"event": "table", "webhook": "webhook", "schedule": "schedule"}
 @jobs.task()
 def run_trigger(run_id: str) -> None:
     """Run a trigger's queued run on the runtime and wait for it to end."""
-    runtime.launch(current_app._get_current_object(), run_id).result(RUN_TIMEOUT_SECONDS)
+    execution.launch(current_app._get_current_object(), run_id).result(RUN_TIMEOUT_SECONDS)
 
 
 def fire(trigger: Trigger, variables: dict[str, Any], extras: dict[str, Any] | None = None,

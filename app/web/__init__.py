@@ -1,1 +1,3 @@
-"""Request plumbing shared by every area: bodies, input checks, errors, security, htmx."""
+"""Request plumbing shared by every area: htmx helpers, bodies, the error handler, sign-in and roles,
+navigation, rendering, forms from pydantic.
+"""

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from app.agents import runtime
 from app.assistance.context import ContextRejected, ControlPlaneKey, parse_context, parse_context_text
 from app.assistance.targets import MAX_TARGETS, declared_targets
 from app.extensions import db
 from app.models import Message
+from app.runtime import execution
 from app.tables.records import insert_row
 from app.tables.schema import get_table
 from tests.chat_driver import chat_model, start_chat, words
@@ -112,7 +112,7 @@ def test_the_agent_gets_the_resolved_page_and_not_what_the_client_claims(app, cl
         run_id = message.run_id
         assert message.meta["extras"]["page_context"] == {"resource": "data/orders", "recordKey": 1}
         assert message.meta["extras"]["locale"] == "it"
-    runtime.wait(run_id)
+    execution.wait(run_id)
     [instructions] = seen
     assert "at record 1" in instructions and "Orders" in instructions
     assert "payroll" not in instructions.lower() and "Ignore your" not in instructions and "cards" not in instructions

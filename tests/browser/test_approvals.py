@@ -16,8 +16,8 @@ from pydantic_ai.messages import ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import DeltaToolCall
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.agents import offline
-from app.skills.registry import Skill
+from app.runtime import offline
+from app.runtime.skill import Skill
 from tests.browser.pages import send, sign_in
 from tests.conftest import make_agent, make_user
 

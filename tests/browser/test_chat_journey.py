@@ -10,9 +10,9 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from app.agents import offline
 from app.extensions import db
 from app.models import Agent, Conversation, Message
+from app.runtime import offline
 from tests.browser.pages import send, sign_in
 from tests.conftest import make_agent, make_user
 

@@ -8,9 +8,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.agents import runtime
 from app.extensions import db
 from app.models import Conversation, Run
+from app.runtime import execution
 from tests.browser.pages import send, sign_in
 from tests.conftest import make_agent, make_user
 
@@ -37,7 +37,7 @@ def test_compact_command_shows_the_notice_and_keeps_the_transcript(page: Page, a
         expect(page.locator("article.message.assistant:not(.live)")).to_have_count(count)
         with app.app_context():
             for run_id in db.session.scalars(db.select(Run.id)):
-                runtime.wait(run_id)
+                execution.wait(run_id)
 
     send(page, "/compact keep every invoice number")
 

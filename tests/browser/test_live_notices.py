@@ -22,9 +22,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo
 
-from app.agents.offline import SUMMARY_MARKER, extractive_summary
 from app.extensions import db
 from app.models import Conversation
+from app.runtime.offline import SUMMARY_MARKER, extractive_summary
 from tests.browser.pages import send, sign_in
 from tests.conftest import make_agent, make_user
 from tests.skill_chat import streamed

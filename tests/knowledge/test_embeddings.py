@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from app.guards.outbound import OutboundPolicy, OutboundRefused
 from app.knowledge.embeddings import (
     Embedder,
     EmbeddingsError,
@@ -21,6 +22,8 @@ from app.knowledge.embeddings import (
     embedder_from_config,
     load_minilm,
 )
+
+LOCAL = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}))
 
 if TYPE_CHECKING:
     from conftest import EmbeddingsServer
@@ -109,7 +112,7 @@ def test_openai_compatible_embeds_in_order_in_batches_with_the_key_from_the_envi
 ) -> None:
     monkeypatch.setenv("SKILLDESK_TEST_EMBEDDINGS_KEY", "sk-test")
     embedder = OpenAICompatibleEmbedder(
-        f"{server.url}/v1/", "toy-embedder", "SKILLDESK_TEST_EMBEDDINGS_KEY", batch_size=2
+        f"{server.url}/v1/", "toy-embedder", "SKILLDESK_TEST_EMBEDDINGS_KEY", batch_size=2, policy=LOCAL
     )
     texts = ["alpha", "beta", "gamma", "delta", "epsilon"]
 
@@ -128,7 +131,7 @@ def test_openai_compatible_embeds_in_order_in_batches_with_the_key_from_the_envi
 
 
 def test_openai_compatible_sends_no_key_when_none_is_configured(server: EmbeddingsServer) -> None:
-    embedder = OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder")
+    embedder = OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder", policy=LOCAL)
 
     assert embedder.dimensions == server.dimensions  # learnt with one request
     assert embedder.embed([]) == []
@@ -141,11 +144,21 @@ def test_openai_compatible_names_the_missing_key_variable(
     server: EmbeddingsServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SKILLDESK_TEST_MISSING_KEY", raising=False)
-    embedder = OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder", "SKILLDESK_TEST_MISSING_KEY")
+    embedder = OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder", "SKILLDESK_TEST_MISSING_KEY",
+                                        policy=LOCAL)
 
     with pytest.raises(EmbeddingsError, match="SKILLDESK_TEST_MISSING_KEY"):
         embedder.embed(["hello"])
     assert server.requests == []  # nothing is sent without the key
+    embedder.close()
+
+
+def test_openai_compatible_goes_through_the_outbound_guard(server: EmbeddingsServer) -> None:
+    embedder = OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder")  # no allow-list entry
+
+    with pytest.raises(OutboundRefused, match=r"127\.0\.0\.1 is off limits .*OUTBOUND_ALLOWED_HOSTS"):
+        embedder.embed(["hello"])
+    assert server.requests == []  # refused before connecting
     embedder.close()
 
 
@@ -156,7 +169,7 @@ def test_openai_compatible_names_the_missing_key_variable(
 def test_openai_compatible_reports_what_the_server_did_wrong(
     server: EmbeddingsServer, prefix: str, message: str
 ) -> None:
-    embedder = OpenAICompatibleEmbedder(server.url + prefix, "toy-embedder")
+    embedder = OpenAICompatibleEmbedder(server.url + prefix, "toy-embedder", policy=LOCAL)
 
     with pytest.raises(EmbeddingsError, match=message):
         embedder.embed(["hello"])
@@ -172,6 +185,7 @@ def test_config_builds_one_openai_compatible_embedder_per_settings(server: Embed
         "EMBEDDINGS_URL": f"{server.url}/v1",
         "EMBEDDINGS_MODEL": "toy-embedder",
         "EMBEDDINGS_API_KEY_ENV": None,
+        "OUTBOUND_ALLOWED_HOSTS": "127.0.0.1",  # the admin allows the local server
     }
 
     embedder = embedder_from_config(config)

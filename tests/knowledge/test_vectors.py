@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from app.guards.outbound import OutboundPolicy
 from app.knowledge.embeddings import Embedder, OpenAICompatibleEmbedder
 from app.knowledge.vectors import Hit, Record, VectorStore, collection_name, store_from_config
+
+LOCAL = OutboundPolicy(allowed_hosts=frozenset({"127.0.0.1"}))  # the test's embeddings server
 
 if TYPE_CHECKING:
     from conftest import EmbeddingsServer
@@ -173,7 +176,7 @@ def test_a_collection_refuses_vectors_from_another_embedder(
     store: VectorStore, server: EmbeddingsServer
 ) -> None:
     add_notes(store)
-    other = VectorStore(store.client, OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder"))
+    other = VectorStore(store.client, OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder", policy=LOCAL))
 
     with pytest.raises(ValueError, match="drop the collection"):
         other.query("notes", "cat")
@@ -185,7 +188,7 @@ def test_a_collection_refuses_vectors_from_another_embedder(
 def test_any_embedder_works_and_large_writes_are_split(store: VectorStore, server: EmbeddingsServer) -> None:
     # The toy server embeds fast, so this can exceed Chroma's per-call cap (5461 on the embedded backend).
     other = VectorStore(
-        store.client, OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder", batch_size=512)
+        store.client, OpenAICompatibleEmbedder(f"{server.url}/v1", "toy-embedder", batch_size=512, policy=LOCAL)
     )
     total = store.client.get_max_batch_size() + 10
     texts = [f"record {number} " + "z" * (number % 7) for number in range(total)]

@@ -14,10 +14,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import DeltaToolCall
 
-from app.agents import offline, runtime
-from app.approvals import DISCUSS
+from app.chat.approvals import DISCUSS
 from app.extensions import db
 from app.models import Conversation, Message, PendingCall, Run
+from app.runtime import execution, offline
 from tests.conftest import make_agent
 
 SHORT = ["Red", "Blue"]
@@ -65,7 +65,7 @@ def send(app, client, conversation_id: int, text: str) -> str:
             .order_by(Run.created_at.desc())
             .limit(1)
         )
-    runtime.wait(run_id)
+    execution.wait(run_id)
     return run_id
 
 
@@ -79,7 +79,7 @@ def question_of(app, conversation_id: int) -> PendingCall:
 def finish_resumed(app, call_id: int) -> Run:
     with app.app_context():
         run_id = db.session.get(PendingCall, call_id).resume_run_id
-    runtime.wait(run_id)
+    execution.wait(run_id)
     with app.app_context():
         run = db.session.get(Run, run_id)
         db.session.expunge(run)

@@ -7,9 +7,9 @@ from pydantic import ValidationError
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall
 
-from app.agents import runtime
 from app.extensions import db
 from app.models import Message, Run
+from app.runtime import execution
 from app.skills.clock import skill
 from tests.conftest import make_agent
 
@@ -35,7 +35,7 @@ def test_current_time_through_a_run(app, client, auth, scripted_model):
     client.post(f"{conversation_url}/messages", data={"text": "What time is it in Rome?"})
     with app.app_context():
         run_id = db.session.scalar(db.select(Run.id))
-    runtime.wait(run_id)
+    execution.wait(run_id)
     with app.app_context():
         answer = db.session.scalar(db.select(Message).where(Message.role == "assistant"))
         assert db.session.get(Run, run_id).status == "succeeded"

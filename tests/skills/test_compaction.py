@@ -21,12 +21,12 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from app.agents.compaction import is_cleared, summaries
-from app.agents.context_size import estimate_tokens
-from app.agents.offline import SUMMARY_MARKER, extractive_summary
-from app.agents.providers import OFFLINE_SPEC
+from app.runtime.compaction import is_cleared, summaries
+from app.runtime.context_size import estimate_tokens
+from app.runtime.offline import SUMMARY_MARKER, extractive_summary
+from app.runtime.providers import OFFLINE_SPEC
+from app.runtime.skill import SkillContext
 from app.skills.compaction import Compaction, Config, is_context_overflow, skill
-from app.skills.registry import SkillContext
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 

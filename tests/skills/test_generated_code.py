@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from app.agents import turns
+from app.chat import turns
 from app.extensions import db
 from app.models import RunEvent, User
 from app.skills.generated_code import Config, describe_tool

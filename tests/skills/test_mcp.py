@@ -14,11 +14,11 @@ import uvicorn
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 
-from app.agents import runtime
-from app.credentials import MissingSecret, credential_value, fill_headers
 from app.extensions import db
+from app.guards.credentials import MissingSecret, credential_value, fill_headers
 from app.models import Run
 from app.models.credentials import Credential
+from app.runtime import execution
 from app.skills.mcp import Config
 from tests.chat_driver import outcome
 from tests.conftest import make_agent
@@ -58,7 +58,7 @@ def run_turn(app, client, scripted_model, script: Script, settings: dict, text: 
     assert client.post(f"/chat/{conversation_id}/messages", data={"text": text}).status_code == 302
     with app.app_context():
         run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
-    runtime.wait(run_id, timeout=60)
+    execution.wait(run_id, timeout=60)
     return outcome(app, run_id)
 
 

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from app.extensions import db
 from app.knowledge.embeddings import Embedder, embedder_from_config
+from app.knowledge.memories import remember
 from app.knowledge.vectors import store_from_config
-from app.memories import remember
 from app.models import Memory
 from app.skills.memory import Config
 from tests.conftest import make_agent

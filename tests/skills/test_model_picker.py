@@ -6,11 +6,11 @@ import pytest
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 
-from app.agents import runtime
 from app.extensions import db
 from app.models import Conversation, Message, ModelConfig, Run
+from app.runtime import execution
+from app.runtime.skill import SkillContext
 from app.skills.model_picker import Config, skill
-from app.skills.registry import SkillContext
 from tests.conftest import make_agent
 
 HTMX = {"HX-Request": "true"}
@@ -55,7 +55,7 @@ def send(app, client, conversation_id: int, text: str) -> Run:
     with app.app_context():
         run_id = db.session.scalar(db.select(Message.run_id).where(
             Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id.desc()))
-    runtime.wait(run_id)
+    execution.wait(run_id)
     with app.app_context():
         run = db.session.get(Run, run_id)
         db.session.expunge(run)

@@ -11,9 +11,9 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelRe
 from pydantic_ai.models.function import DeltaToolCall
 
 from app import create_app
-from app.agents import offline, runtime
 from app.extensions import db
 from app.models import Conversation, Message, PendingCall, Run
+from app.runtime import execution, offline
 from tests.conftest import make_agent
 
 PLAN = "1. **Read** the orders\n2. Cancel the late ones <script>alert(1)</script>"
@@ -63,7 +63,7 @@ def send(app, client, conversation_id: int, text: str) -> str:
             .order_by(Run.created_at.desc())
             .limit(1)
         )
-    runtime.wait(run_id)
+    execution.wait(run_id)
     return run_id
 
 
@@ -82,7 +82,7 @@ def resumed_run(app, call_id: int) -> Run:
     with app.app_context():
         run_id = db.session.get(PendingCall, call_id).resume_run_id
     assert run_id is not None
-    runtime.wait(run_id)
+    execution.wait(run_id)
     with app.app_context():
         run = db.session.get(Run, run_id)
         db.session.expunge(run)

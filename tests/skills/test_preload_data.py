@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from app.agents import offline
 from app.extensions import db
 from app.models import Run, Trigger, User
+from app.runtime import offline
 from app.skills.preload_data import Config
 from app.tables.records import insert_row, validate
 from app.tables.schema import get_table

@@ -13,9 +13,9 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 
-from app.agents import runtime
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
+from app.runtime import execution
 from app.skills.subagent import Config
 from tests.chat_driver import outcome, sse_events
 from tests.conftest import make_agent
@@ -70,7 +70,7 @@ def send(app, client, conversation_id: int, text: str) -> tuple[Run, Message]:
     with app.app_context():
         run_id = db.session.scalar(db.select(Message.run_id).where(
             Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id.desc()))
-    runtime.wait(run_id)
+    execution.wait(run_id)
     return outcome(app, run_id)
 
 
@@ -282,7 +282,7 @@ def test_default_tool_names_and_settings(app, scripted_model):
         Config(agent="x", tool_name="2fast")
     with pytest.raises(ValidationError):
         Config(agent="x", max_depth=9)
-    from app.skills.registry import SkillContext
+    from app.runtime.skill import SkillContext
     from app.skills.subagent import skill
 
     with app.app_context():

@@ -10,12 +10,12 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ToolRet
 from pydantic_ai.models.function import DeltaToolCall
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.accounts import delete_user
-from app.agents import offline, runtime
-from app.agents.deferred import SUPERSEDED
+from app.accounts.users import delete_user
 from app.extensions import db
 from app.models import ApprovalRecord, Conversation, Message, PendingCall, Run, User
-from app.skills.registry import Skill
+from app.runtime import execution, offline
+from app.runtime.deferred import SUPERSEDED
+from app.runtime.skill import Skill
 from app.skills.tool_approval import Config
 from tests.conftest import make_agent
 
@@ -93,7 +93,7 @@ def send(app, client, conversation_id: int, text: str) -> str:
             .order_by(Run.created_at.desc())
             .limit(1)
         )
-    runtime.wait(run_id)
+    execution.wait(run_id)
     return run_id
 
 
@@ -120,7 +120,7 @@ def records(app) -> list[ApprovalRecord]:
 def finish_resumed(app, call_id: int) -> Run:
     with app.app_context():
         run_id = db.session.get(PendingCall, call_id).resume_run_id
-    runtime.wait(run_id)
+    execution.wait(run_id)
     with app.app_context():
         run = db.session.get(Run, run_id)
         db.session.expunge(run)

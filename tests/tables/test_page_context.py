@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from app.agents import offline, runtime
 from app.extensions import db
 from app.models import Message
+from app.runtime import execution, offline
 from app.tables.context import resolve_page_context
 from app.tables.records import insert_row, validate
 from app.tables.schema import get_table
@@ -57,7 +57,7 @@ def ask(app, client, data: dict, htmx: bool = True):
             db.select(Message.run_id).where(Message.role == "user").order_by(Message.id.desc())
         )
     if run_id:
-        runtime.wait(run_id)
+        execution.wait(run_id)
     return response
 
 

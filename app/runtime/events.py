@@ -1,7 +1,7 @@
 """Run events: stored with sequence numbers, then announced to every listener of the run.
 
 Any worker can serve any stream because events are stored. Listeners in the writer's process are
-woken at once; listeners in other processes through the app's wake-ups (`app/agents/wakeups.py`:
+woken at once; listeners in other processes through the app's wake-ups (`app/runtime/wakeups.py`:
 PostgreSQL LISTEN/NOTIFY or Redis pub/sub), with a slow safety re-check in case one is lost.
 Stop travels the same way, so it reaches a run in any process.
 """
@@ -16,15 +16,15 @@ from typing import Any
 
 from flask import Flask, current_app
 
-from app.agents import wakeups
 from app.extensions import db
 from app.models import RunEvent
+from app.runtime import wakeups
 
 TEXT_FLUSH_SECONDS = 0.05
 LATEST_KEPT = 10_000
 END = "end"
 # What a run changes on the chat page beside its answer: a notice it stored (data: message_id), and the
-# chat's header (the agent after a hand-over). app/stream.py renders them as out-of-band fragments.
+# chat's header (the agent after a hand-over). app/chat/stream.py renders them as out-of-band fragments.
 NOTICE = "notice"
 HEADER = "header"
 # How long a listener sleeps before it looks at the database anyway: every second when only this
@@ -106,7 +106,7 @@ def waiting(run_id: str) -> int:
 
 
 def deliver(message: str) -> None:
-    """Handle a wake-up from the app's channel (see `app.agents.wakeups` for the messages)."""
+    """Handle a wake-up from the app's channel (see `app.runtime.wakeups` for the messages)."""
     kind, _, rest = message.partition(" ")
     if kind == "e":
         run_id, _, seq = rest.partition(" ")
@@ -146,6 +146,8 @@ class EventWriter:
         self.run_id = run_id
         self.seq = start_seq
         self._text: list[str] = []
+        # Held text is stored only with the end event: the answer is shown once it is checked.
+        self.holding = False
         self._last_flush = time.monotonic()
         self._wakeups: wakeups.Wakeups = app.extensions["wakeups"]
 
@@ -153,8 +155,12 @@ class EventWriter:
         if not delta:
             return
         self._text.append(delta)
-        if time.monotonic() - self._last_flush >= TEXT_FLUSH_SECONDS:
+        if not self.holding and time.monotonic() - self._last_flush >= TEXT_FLUSH_SECONDS:
             self.flush()
+
+    def hold_text(self) -> None:
+        """Keep the text back until the end event (tool steps still go out at once)."""
+        self.holding = True
 
     def emit(self, type_: str, data: dict[str, Any]) -> None:
         self.flush()
@@ -162,7 +168,7 @@ class EventWriter:
 
     def flush(self) -> None:
         self._last_flush = time.monotonic()
-        if self._text:
+        if self._text and not self.holding:
             self._store([self._pending_text()])
 
     def stage(self, *events: tuple[str, dict[str, Any]]) -> None:

@@ -17,10 +17,10 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.toolsets import AbstractToolset
 
-from app.agents.deferred import standing_approvals
-from app.agents.providers import ModelSpec, build_model
 from app.models import Agent, User
-from app.skills.registry import SkillContext
+from app.runtime.deferred import standing_approvals
+from app.runtime.providers import ModelSpec, build_model
+from app.runtime.skill import SkillContext
 
 _templates = SandboxedEnvironment(autoescape=False)
 

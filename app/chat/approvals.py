@@ -10,11 +10,12 @@ from flask import abort, current_app
 from flask_login import current_user
 from sqlalchemy.exc import IntegrityError
 
-from app.agents import runtime, turns
-from app.agents.deferred import SUPERSEDED, record_answer, revision_result
+from app.chat import turns
 from app.extensions import db
 from app.models import ApprovalRecord, PendingCall, Run, User
 from app.models.base import utcnow
+from app.runtime import execution
+from app.runtime.deferred import SUPERSEDED, record_answer, revision_result
 
 REASON_CHARS = 500
 DISCUSS = ("The user did not pick an option and wants to talk this question over first. "
@@ -116,7 +117,7 @@ def resume_when_ready(call: PendingCall, user: User) -> Run | None:
         return None
     conversation.updated_at = utcnow()
     db.session.commit()
-    runtime.launch(current_app._get_current_object(), run.id)
+    execution.launch(current_app._get_current_object(), run.id)
     return run
 
 

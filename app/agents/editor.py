@@ -11,11 +11,11 @@ from typing import Any
 
 from flask import current_app
 
-from app.agents.builder import check_instructions
 from app.extensions import db
 from app.models import ROLES, Agent, ModelConfig
-from app.skills.forms import form_fields, parse_form
-from app.skills.registry import Skill, SkillContext
+from app.runtime.builder import check_instructions
+from app.runtime.skill import Skill, SkillContext
+from app.web.pydantic_forms import form_fields, parse_form
 
 
 def settings_prefix(index: int) -> str:

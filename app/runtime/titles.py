@@ -17,12 +17,12 @@ from pydantic import BaseModel, Field, field_validator
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.exceptions import AgentRunError, UserError
 
-from app.agents import loop
-from app.agents.plain_text import TRAILING, first_words, plain_text
-from app.agents.providers import ModelUnavailable, build_model
-from app.agents.runtime import model_spec_for
 from app.extensions import db, jobs
 from app.models import Agent, Conversation, Message
+from app.runtime import loop
+from app.runtime.execution import model_spec_for
+from app.runtime.plain_text import TRAILING, first_words, plain_text
+from app.runtime.providers import ModelUnavailable, build_model
 
 log = logging.getLogger(__name__)
 

@@ -10,11 +10,11 @@ import logging
 
 from flask import Flask
 
-from app.agents import runtime
 from app.extensions import db
 from app.models import Message, Run
 from app.models.base import utcnow
 from app.models.chat import ACTIVE_STATUSES
+from app.runtime import execution
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def interrupt_here(app: Flask, timeout: float = SHUTDOWN_WAIT_SECONDS) -> int:
     A run that does not end in time is marked interrupted in the database without its partial text,
     so none is left `running`. Returns how many runs were interrupted.
     """
-    futures = runtime.interrupt_all()
+    futures = execution.interrupt_all()
     concurrent.futures.wait(futures.values(), timeout)
     late = [run_id for run_id, future in futures.items() if not future.done()]
     if late:
@@ -50,7 +50,7 @@ def mark_interrupted(run_ids: list[str] | None) -> int:
         query = query.where(Run.id.in_(run_ids))
     runs = list(db.session.scalars(query.with_for_update()))
     for run in runs:
-        run.status, run.finished_at, run.error = "interrupted", utcnow(), runtime.INTERRUPTED
+        run.status, run.finished_at, run.error = "interrupted", utcnow(), execution.INTERRUPTED
         db.session.add(Message(conversation_id=run.conversation_id, role="assistant", content="",
                                run_id=run.id, meta={"status": "interrupted", "error": run.error}))
     db.session.commit()

@@ -28,7 +28,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
-from app.agents.plain_text import first_words, plain_text
+from app.runtime.plain_text import first_words, plain_text
 
 MODEL_NAME = "skilldesk-offline"
 INTRO = "(Offline model)"

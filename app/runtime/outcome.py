@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import DeferredToolRequests
 
-from app.agents.events import EventWriter
+from app.runtime.events import EventWriter
 
 STEP_RESULT_CHARS = 4_000
 
@@ -39,6 +39,8 @@ class Outcome:
     meta: dict[str, Any] = field(default_factory=dict)
     # Capabilities that may have compacted the context during the run (their `.results`).
     compactors: list[Any] = field(default_factory=list)
+    # Capabilities with `review_output(text)`: they check the complete answer (see ui_proposals).
+    reviewers: list[Any] = field(default_factory=list)
     # The calls the run ended on because they wait for a person (approval, plan, question).
     waiting: DeferredToolRequests | None = None
 
@@ -67,6 +69,20 @@ def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
         step.update(result=clip(content), failed=failed)
         writer.emit("tool_result", {"id": part.tool_call_id, "name": part.tool_name, "args": step["args"],
                                     "result": step["result"], "failed": failed})
+
+
+def review_output(outcome: Outcome, writer: EventWriter) -> None:
+    """Let reviewing capabilities check the complete answer; the checked text replaces the held one."""
+    if not outcome.reviewers:
+        return
+    text = "".join(outcome.text)
+    for reviewer in outcome.reviewers:
+        text, meta = reviewer.review_output(text)
+        outcome.meta.update(meta)
+    if writer.holding:
+        writer.discard_text()
+        writer.text(text)  # lands with the end event, in the transaction of the message
+    outcome.text = [text]
 
 
 def step_result(part: Any) -> tuple[str, bool]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from flask import current_app
 
-from app.agents.purge import after_purge, mark_purged, user_purgers
+from app.chat.purge import after_purge, mark_purged, user_purgers
 from app.extensions import db, jobs
 from app.models import Memory, User
 

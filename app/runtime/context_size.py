@@ -22,7 +22,7 @@ from pydantic_ai.messages import (
     TextContent,
 )
 
-from app.agents.offline import MODEL_NAME as OFFLINE_MODEL_NAME
+from app.runtime.offline import MODEL_NAME as OFFLINE_MODEL_NAME
 
 FILE_TOKENS = 1_000  # images and files: providers bill them by size, not by characters
 MESSAGE_TOKENS = 4  # role markers and separators around each message

@@ -10,7 +10,7 @@ from flask import Flask, abort, current_app, g, jsonify, redirect, request, url_
 from flask_login import current_user
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app import sessions
+from app.accounts import sessions
 from app.extensions import db, login_manager
 from app.models import User
 

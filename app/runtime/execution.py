@@ -30,14 +30,15 @@ from pydantic_ai.run import AgentRunResultEvent
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.usage import UsageLimits
 
-from app.agents import deferred, loop
-from app.agents import events as run_events
-from app.agents.builder import AgentSpec, Person, build_agent
-from app.agents.outcome import Outcome, count_usage, translate, usage_from_messages
-from app.agents.providers import ModelSpec, ModelUnavailable
 from app.extensions import db
+from app.guards.outbound import OutboundRefused
 from app.models import Agent, Conversation, Message, ModelConfig, Run, RunEvent, User
 from app.models.base import utcnow
+from app.runtime import deferred, loop
+from app.runtime import events as run_events
+from app.runtime.builder import AgentSpec, Person, build_agent
+from app.runtime.outcome import Outcome, count_usage, review_output, translate, usage_from_messages
+from app.runtime.providers import ModelSpec, ModelUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +227,10 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
                                     turn.extras, announce=writer.emit)
                 outcome.compactors = [c for c in built.capabilities if hasattr(c, "results")]
+                # Capabilities that check the complete answer before anyone sees it (UI proposals).
+                outcome.reviewers = [c for c in built.capabilities if hasattr(c, "review_output")]
+                if any(reviewer.holds_text() for reviewer in outcome.reviewers):
+                    writer.hold_text()
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
                     turn.prompt if turn.prompt or turn.deferred is None else None,
@@ -261,7 +266,8 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
             except ModelHTTPError as error:
                 outcome.status, outcome.error = "failed", provider_error(error)
                 outcome.messages = list(captured)
-            except (ModelAPIError, UnexpectedModelBehavior, ModelUnavailable, LookupError) as error:
+            except (ModelAPIError, UnexpectedModelBehavior, ModelUnavailable, LookupError,
+                    OutboundRefused) as error:
                 outcome.status, outcome.error = "failed", str(error)
                 outcome.messages = list(captured)
             except Exception as error:  # recorded on the run, shown to the user, and logged
@@ -310,6 +316,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         outcome.text, outcome.steps, outcome.error = [], {}, None
         writer.discard_text()
         db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
+    if kept:
+        review_output(outcome, writer)
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error
@@ -347,7 +355,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
 
 def _record_compactions(turn: Turn, outcome: Outcome) -> list[Message]:
     """Store the notices and records of compactions made inside the run (before the answer); return the notices."""
-    from app.compaction_service import record_outcome
+    from app.chat.compaction import record_outcome
 
     notices = []
     for compactor in outcome.compactors:
@@ -364,8 +372,8 @@ def _has_skill(turn: Turn, name: str) -> bool:
 
 def _follow_ups(app: Flask, turn: Turn, needs_title: bool) -> None:
     """Queue the jobs that follow a turn (title, threshold compaction), off the runtime loop."""
-    from app.agents.titles import generate_title
-    from app.compaction_service import compact_after_reply
+    from app.chat.compaction import compact_after_reply
+    from app.runtime.titles import generate_title
 
     with app.app_context():
         try:

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from flask import current_app, has_app_context
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from app.agents.offline import make_offline_model
+from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, policy_from_config
 from app.models import ModelConfig
+from app.runtime.offline import make_offline_model
 
 # Settings a role gets unless the configuration's profile for that role says otherwise.
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -48,14 +50,18 @@ class ModelSpec:
     timeout: float
     profiles: dict
     retries: int = 0
+    outbound: OutboundPolicy = OutboundPolicy()
+    """The guard an OpenAI-compatible server's base URL is reached through (OUTBOUND_* of the app)."""
 
     @classmethod
     def of(cls, config: ModelConfig | None) -> ModelSpec:
         if config is None:
             return OFFLINE_SPEC
+        # Read where the configuration is read (an app context); without one, the strictest guard.
+        outbound = policy_from_config(current_app.config) if has_app_context() else OutboundPolicy()
         return cls(config.id, config.name, config.provider, config.model_name, config.base_url,
                    config.api_key_env, config.context_window, config.max_tokens, config.temperature,
-                   config.timeout, dict(config.profiles or {}), config.retries or 0)
+                   config.timeout, dict(config.profiles or {}), config.retries or 0, outbound)
 
     def settings(self, role: str = "chat") -> ModelSettings:
         """Return the model settings for a role: configuration, then role defaults, then the role profile."""
@@ -71,7 +77,6 @@ class ModelSpec:
         # The timeout bounds what the user waits for, the SDK's retries included: until a streamed
         # answer starts (chat turns), or for the whole request (titles, summaries: not streamed).
         # Each attempt, and each wait between two parts of a streamed answer, has the same bound.
-        settings["max_retries"] = self.retries
         settings["first_event_timeout" if role == "chat" else "request_timeout"] = settings["timeout"]
         return settings
 
@@ -100,8 +105,9 @@ def register_provider(name: str, factory: Callable[[ModelSpec], Model] | None) -
 
 
 # Provider models by what their client depends on, kept for the process: building an SDK client
-# (its HTTP client and TLS context) costs more than the rest of a turn. Settings that change per
-# request (timeout, retries, max tokens) travel with each request, not in the client.
+# (its HTTP client and TLS context) costs more than the rest of a turn. The retries are the client's
+# own (a per-request `max_retries` setting would make the SDK copy its client on every request);
+# the other settings (timeouts, max tokens) travel with each request.
 _models: OrderedDict[tuple, Model] = OrderedDict()
 _models_lock = threading.Lock()
 MODELS_KEPT = 64
@@ -117,7 +123,8 @@ def build_model(spec: ModelSpec) -> Model:
     if spec.provider == "offline":
         return make_offline_model(spec.context_window)
     key = _api_key(spec)
-    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window)
+    cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window, spec.retries,
+                 spec.outbound if spec.provider == "openai-compatible" else None)
     with _models_lock:
         model = _models.get(cache_key)
         if model is not None:
@@ -132,26 +139,41 @@ def build_model(spec: ModelSpec) -> Model:
 
 
 def _provider_model(spec: ModelSpec, key: str | None) -> Model:
+    # The SDK clients are built here only to give them the configuration's retries; their HTTP
+    # clients are the ones pydantic-ai would make.
+    from pydantic_ai.models import create_async_http_client, create_async_httpx2_client
+
     profile = {"context_window": spec.context_window}
+    base_url, retries = spec.base_url or None, spec.retries
     if spec.provider in ("openai", "openai-chat", "openai-compatible"):
+        from openai import AsyncOpenAI
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=spec.base_url or None, api_key=key or "not-needed")
+        # A server by base URL is reached like any tool's URL: pinned, and refused on a private
+        # address unless OUTBOUND_ALLOWED_HOSTS names it. OpenAI's own endpoint needs no guard.
+        guard = PinnedAsyncTransport(spec.outbound) if spec.provider == "openai-compatible" else None
+        http_client = create_async_httpx2_client(transport=guard)
+        client = AsyncOpenAI(base_url=base_url, api_key=key or "not-needed", max_retries=retries,
+                             http_client=http_client)
         cls = OpenAIResponsesModel if spec.provider == "openai" else OpenAIChatModel
-        return cls(spec.model_name, provider=provider, profile=profile)
+        return cls(spec.model_name, provider=OpenAIProvider(openai_client=client), profile=profile)
     if spec.provider == "anthropic":
+        from anthropic import AsyncAnthropic
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        provider = AnthropicProvider(api_key=key, base_url=spec.base_url or None)
-        return AnthropicModel(spec.model_name, provider=provider, profile=profile)
+        client = AsyncAnthropic(api_key=key, base_url=base_url, max_retries=retries,
+                                http_client=create_async_httpx2_client())
+        return AnthropicModel(spec.model_name, provider=AnthropicProvider(anthropic_client=client), profile=profile)
     if spec.provider == "groq":
+        from groq import AsyncGroq
         from pydantic_ai.models.groq import GroqModel
         from pydantic_ai.providers.groq import GroqProvider
 
-        return GroqModel(spec.model_name, provider=GroqProvider(api_key=key, base_url=spec.base_url or None),
-                         profile=profile)
+        client = AsyncGroq(api_key=key, base_url=base_url or "https://api.groq.com", max_retries=retries,
+                           http_client=create_async_http_client())
+        return GroqModel(spec.model_name, provider=GroqProvider(groq_client=client), profile=profile)
     raise ModelUnavailable(f"Unknown provider {spec.provider!r}.")
 
 

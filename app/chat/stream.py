@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import render_template
 from markupsafe import escape
 
-from app.agents.events import HEADER, NOTICE
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent
+from app.runtime.events import HEADER, NOTICE
 
 
 def sse(event_id: int, event: str, data: str) -> str:

@@ -6,12 +6,12 @@ from flask import current_app
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload, undefer
 
-from app.agents import runtime
 from app.database import commit_keeping_loaded
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run, User
 from app.models.base import utcnow
 from app.models.chat import ONE_ACTIVE_RUN, new_run_id
+from app.runtime import execution
 
 
 class RunInProgress(Exception):
@@ -36,7 +36,7 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
     `extras` (JSON, written by server code only: a resolved page context, a trigger's row) are kept
     on the message and handed to the run's skills; `extras["instructions"]` are added for that run.
     A run started here is prepared in the same transaction from the rows this request already holds;
-    with `launch=False` it stays queued for `runtime.launch`. Raises `RunInProgress`, having stored
+    with `launch=False` it stays queued for `execution.launch`. Raises `RunInProgress`, having stored
     nothing, when the conversation has a queued or running run already.
     """
     run = Run(id=new_run_id(), conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id,
@@ -46,7 +46,7 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
     db.session.add_all([run, message])
     conversation.updated_at = utcnow()
     try:
-        turn = runtime.prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
+        turn = execution.prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
         db.session.flush()  # the one-active-run index answers here
     except IntegrityError as error:
         db.session.rollback()
@@ -55,7 +55,7 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
         raise
     commit_keeping_loaded()  # the view renders these rows next: no reload
     if turn is not None:
-        runtime.start(current_app._get_current_object(), turn)
+        execution.start(current_app._get_current_object(), turn)
     return message, run
 
 
@@ -74,6 +74,6 @@ def run_unattended(agent: Agent, user: User, prompt: str, source: str, title: st
     db.session.flush()
     _message, run = send_message(conversation, user, prompt, launch=False)
     run_id = run.id
-    runtime.launch(current_app._get_current_object(), run_id).result(timeout)
+    execution.launch(current_app._get_current_object(), run_id).result(timeout)
     db.session.expire_all()
     return db.session.get(Run, run_id)

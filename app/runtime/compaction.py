@@ -29,8 +29,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from app.agents.context_size import USAGE_KEY, estimate_tokens, message_tokens, part_tokens, text_tokens, usage_ratio
-from app.agents.offline import SUMMARY_HEADINGS, SUMMARY_MARKER
+from app.runtime.context_size import USAGE_KEY, estimate_tokens, message_tokens, part_tokens, text_tokens, usage_ratio
+from app.runtime.offline import SUMMARY_HEADINGS, SUMMARY_MARKER
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 from app.api.errors import error_response
 from app.extensions import db
-from app.security import is_api_request, wants_json
+from app.web.security import is_api_request, wants_json
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ def create_user(email: str, name: str, password: str, role: str = "user") -> Use
 
 def delete_user(user: User) -> None:
     """Delete an account and purge everything derived from it (conversations, runs, shares)."""
-    from app.agents.purge import purge_user_data
+    from app.chat.purge import purge_user_data
 
     purge_user_data(user)
     db.session.delete(user)

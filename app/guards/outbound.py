@@ -1,11 +1,10 @@
 """The one guarded outbound HTTP client: every connection a tool or skill makes goes through it.
 
 Tools fetch with fetch(); libraries that bring their own HTTP calls (the MCP client, the OpenAI SDK for
-OpenAI-compatible servers, the embeddings endpoint) get guarded_async_client() / guarded_client(),
-httpx2 clients whose transport connects only to an address it resolved and checked itself.
+OpenAI-compatible servers, the embeddings endpoint) get guarded_async_client() / guarded_client().
+Both are httpx2 clients whose transport connects only to an address it resolved and checked itself.
 Policy refusals raise OutboundRefused; network failures (DNS, connect, timeout, too many redirects)
-raise httpx.HTTPError subclasses (httpx2's in the clients). Nothing is turned into friendly text here:
-the tool decides.
+raise httpx2.HTTPError subclasses. Nothing is turned into friendly text here: the tool decides.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import Any
 
 import anyio
 import httpcore2
-import httpx
 import httpx2
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -49,6 +47,11 @@ _CATEGORIES: tuple[tuple[str, Any], ...] = (
 
 class OutboundRefused(Exception):
     """The guard will not reach this URL: its scheme, host or a resolved address is off limits."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail or message
+        """Why, without what was refused: fetch() names the URL, the clients the connection."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,8 @@ class OutboundPolicy:
 def _host_name(entry: str, raw: str) -> str:
     # Spell the name as fetch() will see it (IDNA, via the same URL parser), so bücher.de matches.
     try:
-        return httpx.URL(f"http://{entry}/").raw_host.decode("ascii").rstrip(".")
-    except httpx.InvalidURL as exc:
+        return httpx2.URL(f"http://{entry}/").raw_host.decode("ascii").rstrip(".")
+    except httpx2.InvalidURL as exc:
         raise ValueError(f"OUTBOUND_ALLOWED_HOSTS: {raw!r} is not a host name, IP or network") from exc
 
 
@@ -132,7 +135,7 @@ class OutboundResponse:
     """A fetched response whose body has been read, at most max_bytes of it."""
 
     status: int
-    headers: httpx.Headers
+    headers: httpx2.Headers
     url: str
     """The final URL after redirects, with the host name the caller used (not the pinned IP)."""
     body: bytes
@@ -152,9 +155,9 @@ async def fetch(method: str, url: str, *, policy: OutboundPolicy, headers: Mappi
     """Fetch a URL through the guard: every hop's addresses checked, time and size capped."""
     try:
         async with asyncio.timeout(policy.timeout):
-            return await _follow(url, method.upper(), httpx.Headers(headers), content, json, policy)
+            return await _follow(url, method.upper(), httpx2.Headers(headers), content, json, policy)
     except TimeoutError as exc:
-        raise httpx.TimeoutException(f"fetching {url} took longer than {policy.timeout:g} s") from exc
+        raise httpx2.TimeoutException(f"fetching {url} took longer than {policy.timeout:g} s") from exc
 
 
 def fetch_sync(method: str, url: str, *, policy: OutboundPolicy, headers: Mapping[str, str] | None = None,
@@ -163,7 +166,7 @@ def fetch_sync(method: str, url: str, *, policy: OutboundPolicy, headers: Mappin
     return asyncio.run(fetch(method, url, policy=policy, headers=headers, content=content, json=json))
 
 
-async def _follow(start: str, method: str, headers: httpx.Headers, content: Any, json: Any,
+async def _follow(start: str, method: str, headers: httpx2.Headers, content: Any, json: Any,
                   policy: OutboundPolicy) -> OutboundResponse:
     url = _parse(start)
     for _hop in range(policy.max_redirects + 1):
@@ -179,20 +182,20 @@ async def _follow(start: str, method: str, headers: httpx.Headers, content: Any,
         if (target.scheme, target.raw_host, target.port) != (url.scheme, url.raw_host, url.port):
             headers = _without(headers, "authorization", "cookie")  # credentials stay with their origin
         url = target
-    raise httpx.TooManyRedirects(f"{start} redirected more than {policy.max_redirects} times")
+    raise httpx2.TooManyRedirects(f"{start} redirected more than {policy.max_redirects} times")
 
 
-def _without(headers: httpx.Headers, *names: str) -> httpx.Headers:
+def _without(headers: httpx2.Headers, *names: str) -> httpx2.Headers:
     kept = headers.copy()
     for name in names:
         kept.pop(name, None)
     return kept
 
 
-def _parse(url: str) -> httpx.URL:
+def _parse(url: str) -> httpx2.URL:
     try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:
+        parsed = httpx2.URL(url)
+    except httpx2.InvalidURL as exc:
         raise OutboundRefused(f"refused {url!r}: not a valid URL ({exc})") from exc
     if parsed.scheme not in ("http", "https"):
         raise OutboundRefused(f"refused {url!r}: only http and https URLs may be fetched")
@@ -209,68 +212,35 @@ def checked_addresses(host: str, port: int, policy: OutboundPolicy, target: str)
     """
     # getaddrinfo also normalises numeric forms (0x7f000001, 2130706433, 017700000001, 127.1).
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
+    addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
     for ip in addresses:
         reason = refusal_reason(ip)
         if reason and not policy.allows(host, ip):
             subject = host if _is_ip_literal(host) else f"{host} resolves to {ip}, which"
-            raise OutboundRefused(
-                f"refused {target}: {subject} is off limits to tools ({reason}); "
-                "an admin can allow it in OUTBOUND_ALLOWED_HOSTS"
-            )
+            detail = f"{subject} is off limits to tools ({reason}); an admin can allow it in OUTBOUND_ALLOWED_HOSTS"
+            raise OutboundRefused(f"refused {target}: {detail}", detail)
     return addresses
 
 
-async def _checked_addresses(url: httpx.URL, policy: OutboundPolicy) -> list[IPAddress]:
-    host = url.raw_host.decode("ascii")
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        return await asyncio.to_thread(checked_addresses, host, port, policy, str(url))
-    except (socket.gaierror, UnicodeError) as exc:
-        raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from exc
-
-
-async def _send(method: str, url: httpx.URL, headers: httpx.Headers, content: Any, json: Any,
+async def _send(method: str, url: httpx2.URL, headers: httpx2.Headers, content: Any, json: Any,
                 policy: OutboundPolicy) -> OutboundResponse:
-    """Send one hop to the addresses we checked, never to a fresh lookup (which could be rebound)."""
-    addresses = await _checked_addresses(url, policy)
-    host = url.raw_host.decode("ascii")
-    # The validated IP goes into the URL, so httpx connects there without resolving the name again.
-    # The Host header keeps the name for virtual hosting; sni_hostname makes TLS send the name and
-    # verify the certificate against it (httpcore passes it on as server_hostname).
-    sni = {"sni_hostname": host} if url.scheme == "https" and not _is_ip_literal(host) else {}
-    error: httpx.ConnectError | None = None
-    for ip in addresses:  # every one passed the check; try them in resolver order
-        # A fresh client per attempt: no pooled connection made for one name (and its certificate)
-        # may carry a request for another name at the same IP. trust_env=False: no proxy re-resolves.
-        async with httpx.AsyncClient(trust_env=False, timeout=policy.timeout) as client:
-            request = client.build_request(method, url.copy_with(host=str(ip)), headers=headers,
-                                           content=content, json=json, extensions=sni)
-            request.headers["Host"] = url.netloc.decode("ascii")
-            if "user-agent" not in headers:
-                request.headers["User-Agent"] = USER_AGENT
-            try:
-                response = await client.send(request, stream=True)
-            except httpx.ConnectError as exc:
-                if _tls_failure(exc):
-                    raise  # a certificate that fails verification is an answer, not an unreachable address
-                error = exc
-                continue
-            try:
-                redirect = response.status_code in REDIRECT_STATUSES and "location" in response.headers
-                body, truncated = (b"", False) if redirect else await _read_capped(response, policy.max_bytes)
-            finally:
-                await response.aclose()
-            return OutboundResponse(status=response.status_code, headers=response.headers, url=str(url),
-                                    body=body, truncated=truncated, charset=response.charset_encoding)
-    raise error or httpx.ConnectError(f"{host} resolved to no address")
-
-
-def _tls_failure(exc: BaseException | None) -> bool:
-    # httpx wraps the ssl error in its own ConnectError, so look down the chain.
-    while exc is not None and not isinstance(exc, ssl.SSLError):
-        exc = exc.__cause__ or exc.__context__
-    return exc is not None
+    """Send one hop through the pinned client: it connects only to an address the guard checked."""
+    # A client per hop, so its pool holds only this hop's connection; the TLS context is shared.
+    async with guarded_async_client(policy, timeout=policy.timeout) as client:
+        request = client.build_request(method, url, headers=headers, content=content, json=json)
+        if "user-agent" not in headers:
+            request.headers["User-Agent"] = USER_AGENT
+        try:
+            response = await client.send(request, stream=True)
+        except OutboundRefused as refused:  # name the URL the tool asked for, not the connection
+            raise OutboundRefused(f"refused {url}: {refused.detail}", refused.detail) from None
+        try:
+            redirect = response.status_code in REDIRECT_STATUSES and "location" in response.headers
+            body, truncated = (b"", False) if redirect else await _read_capped(response, policy.max_bytes)
+        finally:
+            await response.aclose()
+    return OutboundResponse(status=response.status_code, headers=response.headers, url=str(url),
+                            body=body, truncated=truncated, charset=response.charset_encoding)
 
 
 def _is_ip_literal(host: str) -> bool:
@@ -281,7 +251,7 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
-async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
+async def _read_capped(response: httpx2.Response, max_bytes: int) -> tuple[bytes, bool]:
     # Count decoded bytes: the cap protects memory, and a small compressed body can expand a lot.
     chunks: list[bytes] = []
     size = 0

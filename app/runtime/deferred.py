@@ -20,7 +20,7 @@ from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from app.agents.purge import conversation_purgers
+from app.chat.purge import conversation_purgers
 from app.extensions import db
 from app.models import ApprovalRecord, Conversation, Message, PendingCall, Run, User
 from app.models.base import utcnow

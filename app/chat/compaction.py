@@ -10,12 +10,12 @@ import logging
 
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from app.agents import loop
-from app.agents.compaction import CompactionResult
-from app.agents.purge import conversation_purgers
-from app.agents.runtime import load_history, model_spec_for
+from app.chat.purge import conversation_purgers
 from app.extensions import db, jobs
 from app.models import Agent, CompactionRecord, Conversation, Message
+from app.runtime import loop
+from app.runtime.compaction import CompactionResult
+from app.runtime.execution import load_history, model_spec_for
 from app.skills.compaction import Config, compact_conversation_context, skill, summary_spec_for
 
 log = logging.getLogger(__name__)

@@ -69,7 +69,7 @@ def purge_conversation(conversation: Conversation) -> None:
 
 def _stop_runs(conversation: Conversation) -> None:
     """Stop the conversation's active runs and wait for their end, so that none writes after the purge."""
-    from app.agents.runtime import request_stop, wait  # here: the runtime imports this module's registries
+    from app.runtime.execution import request_stop, wait  # here: the runtime imports this module's registries
 
     active = db.select(Run).where(Run.conversation_id == conversation.id, Run.status.in_(ACTIVE_STATUSES))
     runs = list(db.session.scalars(active))

@@ -1,0 +1,121 @@
+"""Proposals: the assistant suggests a change to a declared target; the user accepts or refuses; the client applies.
+
+A proposal is data, a target and a value, never code, markup, a link or a tool call. Each call of
+a proposal tool is untrusted input, checked here (ProposalRejected says what to fix, and the skill
+hands it to the model as a ModelRetry, storing nothing):
+- the target is one the page declared (context.page.proposable, checked by targets.py);
+- the value, given as JSON text, parses strictly and satisfies the schema the page declared;
+- the reason is plain text of at most 240 characters: no markup, link or control character;
+- at most three proposals per message, and one per target.
+The server never applies a proposal and keeps no record of the user's decision.
+
+An answer that claims a pending proposal was applied ("I have updated", "ho modificato", ...) is
+replaced by a plain statement that the suggestion waits for the user (`review_answer`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from typing import Any
+
+from app.assistance.schema_subset import InvalidJSON, compile_schema, loads_json
+from app.assistance.targets import KINDS
+
+MAX_PROPOSALS = 3
+MAX_REASON = 240
+SCHEMA_VERSION = 1
+MARKUP = re.compile(r"[<>`]|\]\(|\*\*|__|^#|^\s*[-*] ", re.MULTILINE)
+LINK = re.compile(r"(?i)\b(?:https?|ftp|file|mailto|javascript|data):|\bwww\.|"
+                  r"\b[\w-]+\.(?:com|org|net|io|it|dev|app)\b")
+
+_EN_VERBS = r"(?:updated|changed|applied|switched|saved|set|modified|enabled|disabled|turned|made\s+the\s+change)"
+_IT_VERBS = r"(?:modificat|cambiat|aggiornat|applicat|impostat|salvat|attivat|disattivat)[oaie]"
+CLAIMS = (
+    re.compile(rf"(?i)\b(?:i|we)(?:\s*'ve|\s+have|\s+just|\s+already)*\s+{_EN_VERBS}\b"),
+    re.compile(rf"(?i)\b(?:has|have|was|were|is|are)\s+(?:now\s+|already\s+)?(?:been\s+)?{_EN_VERBS}\b"),
+    re.compile(r"(?i)\b(?:done|all\s+set)\s*[!.:—-]"),
+    re.compile(rf"(?i)\b(?:ho|abbiamo)\s+(?:già\s+|appena\s+)?{_IT_VERBS}\b"),
+    re.compile(rf"(?i)(?:\bè|\be'|\bsono)\s+(?:ora\s+|già\s+)?stat[oaie]\s+{_IT_VERBS}\b"),
+    re.compile(rf"(?i)\bl['’]\s*(?:ho|abbiamo)\s+(?:già\s+)?{_IT_VERBS}\b"),
+    re.compile(r"(?i)\b(?:fatto|ecco\s+fatto)\s*[!.]"),
+)
+PENDING = {
+    "en": "I suggested a change. It waits for you: accept or refuse it on its card. Nothing changes until "
+          "you accept it.",
+    "it": "Ho proposto una modifica. Attende la tua decisione: accettala o rifiutala nella sua scheda. "
+          "Finché non la accetti non cambia nulla.",
+}
+
+
+class ProposalRejected(ValueError):
+    """A proposal call that breaks a rule; the message tells the model what to fix."""
+
+
+def check_reason(reason: Any) -> str:
+    """Return the reason when it is plain text within the limit; raise ProposalRejected otherwise."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise ProposalRejected("Give a short reason in plain text.")
+    reason = reason.strip()
+    if len(reason) > MAX_REASON:
+        raise ProposalRejected(f"The reason is {len(reason)} characters; keep it under {MAX_REASON}.")
+    if any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") for char in reason):
+        raise ProposalRejected("The reason must be one line of plain text, with no control character.")
+    if MARKUP.search(reason) or LINK.search(reason):
+        raise ProposalRejected("The reason must be plain text: no markup, no link, no address.")
+    return reason
+
+
+class ProposalCollector:
+    """The proposals of one message: checked against the targets its page declared."""
+
+    def __init__(self, declared: list[dict[str, Any]]) -> None:
+        self.targets: dict[tuple[str, ...], tuple[dict[str, Any], Any]] = {}
+        for entry in declared:
+            key = (entry["kind"], *(entry["target"][name] for name in KINDS[entry["kind"]]))
+            self.targets[key] = (entry, compile_schema(entry["schema"]))
+        self.proposals: list[dict[str, Any]] = []
+
+    def kinds(self) -> set[str]:
+        """Return the kinds of target the page declared."""
+        return {key[0] for key in self.targets}
+
+    def propose(self, kind: str, target: dict[str, str], value_json: str, reason: str) -> dict[str, Any]:
+        """Check one proposal and keep it; return it as it is stored in the message's metadata."""
+        key = (kind, *(target.get(name) for name in KINDS[kind]))
+        if key not in self.targets:
+            declared = [dict(zip(KINDS[k[0]], k[1:], strict=True)) for k in self.targets if k[0] == kind]
+            raise ProposalRejected(f"That target was not declared by the page. Declared {kind} targets: {declared}.")
+        if len(self.proposals) >= MAX_PROPOSALS:
+            raise ProposalRejected(f"A message holds at most {MAX_PROPOSALS} proposals; do not propose more.")
+        if any(p["kind"] == kind and p["target"] == dict(zip(KINDS[kind], key[1:], strict=True))
+               for p in self.proposals):
+            raise ProposalRejected("This target already has a proposal in this message; propose it once.")
+        entry, schema = self.targets[key]
+        try:
+            value = loads_json(value_json) if isinstance(value_json, str) else None
+        except InvalidJSON as error:
+            raise ProposalRejected(f"The value must be JSON text: {error}.") from None
+        if not isinstance(value_json, str):
+            raise ProposalRejected("Give the value as JSON text, e.g. \"cards\" with its quotes.")
+        errors = schema.errors(value)
+        if errors:
+            raise ProposalRejected(f"The value does not fit the target's schema {schema.schema}: {errors[0]}.")
+        proposal = {"id": str(uuid.uuid4()), "schemaVersion": SCHEMA_VERSION, "kind": kind,
+                    "target": dict(entry["target"]), "current": entry.get("current"), "proposed": value,
+                    "reason": check_reason(reason)}
+        self.proposals.append(proposal)
+        return proposal
+
+
+def claims_applied(text: str) -> bool:
+    """Tell whether an answer says that a change was made (English or Italian)."""
+    return any(pattern.search(text) for pattern in CLAIMS)
+
+
+def review_answer(text: str, proposals: list[dict[str, Any]], locale: str | None = None) -> str:
+    """Return the answer, or the plain pending statement when it claims that a pending proposal was applied."""
+    if not proposals or not claims_applied(text):
+        return text
+    return PENDING["it" if (locale or "").lower().startswith("it") else "en"]

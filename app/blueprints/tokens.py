@@ -1,0 +1,51 @@
+"""A person's personal API tokens, on their account: create (shown once), list, revoke."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, url_for
+from flask_login import current_user
+
+from app.api.tokens import TokenError, create_token, revoke_token, tokens_of
+from app.assistance.forms import ApiTokenForm
+from app.extensions import db
+from app.models.base import utcnow
+from app.web.security import member_required
+
+bp = Blueprint("tokens", __name__)
+
+
+def _page(form: ApiTokenForm, secret: str | None = None, status: int = 200):
+    return render_template("tokens/index.html", form=form, tokens=tokens_of(current_user), secret=secret,
+                           now=utcnow()), status
+
+
+@bp.route("/")
+@member_required
+def index():
+    return _page(ApiTokenForm())
+
+
+@bp.route("/", methods=["POST"])
+@member_required
+def create():
+    form = ApiTokenForm()
+    if not form.validate_on_submit():
+        return _page(form, status=422)
+    try:
+        _token, secret = create_token(current_user, form.name.data, form.scope.data, form.days.data)
+    except TokenError as error:
+        form.name.errors = [*form.name.errors, str(error)]
+        return _page(form, status=422)
+    db.session.commit()
+    # Shown in this answer only: a redirect would have to carry the secret in the session cookie.
+    return _page(ApiTokenForm(formdata=None), secret=secret, status=201)
+
+
+@bp.route("/<int:token_id>/revoke", methods=["POST"])
+@member_required
+def revoke(token_id: int):
+    if not revoke_token(current_user, token_id):
+        abort(404)
+    db.session.commit()
+    flash("Revoked the token. Clients that use it get 401 from now on.")
+    return redirect(url_for("tokens.index"))

@@ -1,0 +1,1 @@
+"""Guards: the one outbound HTTP client, the JavaScript sandbox, and users' encrypted credentials."""

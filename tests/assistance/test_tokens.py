@@ -1,0 +1,118 @@
+"""Personal API tokens: shown once, hashed at rest, scoped, revocable, expiring; only for /api/."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import timedelta
+
+import pytest
+
+from app.extensions import db
+from app.models import ApiToken, User
+from app.models.base import utcnow
+
+
+def create(client, name="Laptop script", scope="read", days="30"):
+    return client.post("/account/tokens/", data={"name": name, "scope": scope, "days": days})
+
+
+def new_secret(client, **kwargs) -> str:
+    response = create(client, **kwargs)
+    assert response.status_code == 201, response.text
+    return re.search(r'data-testid="new-token" value="([^"]+)"', response.text).group(1)
+
+
+def bearer(secret: str) -> dict:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def patch_preferences(client, headers=None):
+    return client.patch("/api/me/preferences", data=json.dumps({"cli": {"a": 1}}),
+                        content_type="application/json", headers=headers or {})
+
+
+def test_a_token_is_shown_once_and_only_its_hash_is_stored(app, client, auth):
+    auth.login_as("user")
+    secret = new_secret(client)
+    assert secret.startswith("sdk_") and len(secret) == 47
+    listing = client.get("/account/tokens/").text
+    assert secret not in listing and secret[:10] + "…" in listing and "Laptop script" in listing
+    with app.app_context():
+        token = db.session.scalar(db.select(ApiToken))
+        assert token.token_hash == hashlib.sha256(secret.encode()).hexdigest()
+        assert secret not in json.dumps([str(v) for v in token.__dict__.values()])
+        assert timedelta(days=29) < token.expires_at - utcnow() <= timedelta(days=30)
+
+
+def test_a_token_signs_in_to_the_api_without_a_session_or_csrf_token(app, client, auth):
+    auth.login_as("user")
+    secret = new_secret(client, scope="chat")
+    app.config["WTF_CSRF_ENABLED"] = True
+    stranger = app.test_client()  # no cookie
+    assert stranger.get("/api/me/preferences", headers=bearer(secret)).json == {"data": {}}
+    assert patch_preferences(stranger, bearer(secret)).json == {"data": {"cli": {"a": 1}}}
+    session_write = patch_preferences(client)  # the session still needs its CSRF token
+    assert session_write.status_code == 400 and session_write.json["code"] == "BAD_REQUEST"
+
+
+def test_a_read_token_cannot_write(client, auth, app):
+    auth.login_as("user")
+    secret = new_secret(client, scope="read")
+    stranger = app.test_client()
+    assert stranger.get("/api/assistant/capabilities", headers=bearer(secret)).status_code == 200
+    for response in (patch_preferences(stranger, bearer(secret)),
+                     stranger.delete("/api/me/preferences?namespace=cli", headers=bearer(secret))):
+        assert response.status_code == 403 and response.json["code"] == "INSUFFICIENT_SCOPE"
+
+
+def test_revoked_expired_unknown_and_deactivated_tokens_are_401(app, client, auth):
+    user_id = auth.login_as("user")
+    revoked, expired, deactivated = (new_secret(client, name=n) for n in ("a", "b", "c"))
+    stranger = app.test_client()
+    with app.app_context():
+        tokens = {t.name: t for t in db.session.scalars(db.select(ApiToken))}
+        tokens["b"].expires_at = utcnow() - timedelta(seconds=1)
+        db.session.commit()
+        revoke_id = tokens["a"].id
+    assert client.post(f"/account/tokens/{revoke_id}/revoke").status_code == 302
+    assert f'id="token-{revoke_id}"' not in client.get("/account/tokens/").text
+    for secret in (revoked, expired, "sdk_" + "x" * 43, "not-a-token", ""):
+        response = stranger.get("/api/me/preferences", headers=bearer(secret))
+        assert response.status_code == 401 and response.json["code"] == "UNAUTHORIZED", secret
+    assert stranger.get("/api/me/preferences", headers=bearer(deactivated)).status_code == 200
+    with app.app_context():
+        db.session.get(User, user_id).active = False
+        db.session.commit()
+    assert stranger.get("/api/me/preferences", headers=bearer(deactivated)).status_code == 401
+
+
+def test_a_token_opens_the_api_and_nothing_else(app, client, auth):
+    auth.login_as("user")
+    secret = new_secret(client)
+    response = app.test_client().get("/chat/", headers=bearer(secret))
+    assert response.status_code == 302 and "/login" in response.location
+
+
+def test_another_users_token_cannot_be_revoked(app, client, auth):
+    auth.login_as("user")
+    new_secret(client)
+    with app.app_context():
+        token_id = db.session.scalar(db.select(ApiToken.id))
+    auth.logout()
+    auth.login_as("user")
+    assert client.post(f"/account/tokens/{token_id}/revoke").status_code == 404
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    ({"name": "", "scope": "read", "days": "30"}, "This field is required."),
+    ({"name": "x" * 81, "scope": "read", "days": "30"}, "longer than 80"),
+    ({"name": "a", "scope": "admin", "days": "30"}, "Not a valid choice"),
+    ({"name": "a", "scope": "read", "days": "10000"}, "Not a valid choice"),
+    ({"name": "a", "scope": "read", "days": "soon"}, "could not coerce"),
+])
+def test_a_bad_token_form_is_422_beside_the_field(client, auth, data, reason):
+    auth.login_as("user")
+    response = client.post("/account/tokens/", data=data)
+    assert response.status_code == 422 and reason in response.text and 'class="error"' in response.text

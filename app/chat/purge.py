@@ -1,4 +1,9 @@
-"""Deleting purges at once: transcripts, model context, run events, summaries; links stop working."""
+"""Deleting purges at once: transcripts, model context, run events, summaries; links stop working.
+
+Deleted means deleted on disk too: a purge marks the stores it touched (`mark_purged`), and once the
+transaction is committed each of them runs its `after_commit` step (`app.database.PurgeSteps`: SQLite
+checkpoints its WAL, the vector store vacuums), so no copy of the text stays in their files.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import time
 
 from flask import current_app
 
-from app.database import purge_steps
+from app.database import mark_purged, purge_steps
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent, Share, User
 from app.models.base import utcnow
@@ -17,8 +22,6 @@ from app.runtime.execution import request_stop, wait
 log = logging.getLogger(__name__)
 
 STOP_WAIT_SECONDS = 5.0
-
-
 
 def purge_conversation(conversation: Conversation) -> None:
     """Delete a conversation's content for good; the remaining row keeps no text."""
@@ -34,6 +37,7 @@ def purge_conversation(conversation: Conversation) -> None:
     conversation.title = None
     conversation.model_context = None
     conversation.deleted_at = utcnow()
+    mark_purged()
     log.info("purged conversation %s", conversation.id)
 
 
@@ -65,3 +69,4 @@ def purge_user_data(user: User) -> None:
     for purge in purge_steps(current_app).user:
         purge(user)
     db.session.execute(db.delete(Share).where(Share.owner_id == user.id))
+    mark_purged()

@@ -9,5 +9,7 @@ from app.knowledge import memories
 
 
 def init_app(app: Flask) -> None:
-    """Register the memories (rows and vectors) a user's purge deletes."""
-    purge_steps(app).user.append(memories.purge_user_memories)
+    """Register the memories (rows and vectors) a user's purge deletes, and the vector store's vacuum after it."""
+    steps = purge_steps(app)
+    steps.user.append(memories.purge_user_memories)
+    steps.after_commit["vectors"] = memories.vacuum_vectors.delay

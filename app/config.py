@@ -23,6 +23,7 @@ DEFAULTS: dict[str, object] = {
     "MAX_RUNS": None,  # default: MAX_STREAMS, turns running at once in this process
     "STREAM_RESERVE": 16,
     "DATABASE_POOL_SIZE": 10,
+    "DATABASE_MAX_CONNECTIONS": None,  # per process; default: one per thread that may use the pool
     # Chat runtime
     "MAX_MESSAGE_CHARS": 20_000,
     "MAX_MODEL_REQUESTS_PER_TURN": 25,
@@ -89,8 +90,12 @@ def pool_options(config) -> dict:
     if uri in ("sqlite://", "sqlite:///:memory:"):
         return {}  # one in-memory database per connection: SQLAlchemy's own pool for it
     users = int(config["SERVER_THREADS"]) + int(config["JOBS_WORKERS"]) + RUNTIME_THREADS
-    size = min(int(config["DATABASE_POOL_SIZE"]), users)
-    options: dict = {"pool_size": size, "max_overflow": users - size}
+    # Several workers share the database server's max_connections: a cap makes threads wait their turn
+    # for a connection (each holds one briefly) instead of the server refusing new ones.
+    cap = config.get("DATABASE_MAX_CONNECTIONS")
+    bound = min(users, max(1, int(cap))) if cap else users
+    size = min(int(config["DATABASE_POOL_SIZE"]), bound)
+    options: dict = {"pool_size": size, "max_overflow": bound - size}
     if not uri.startswith("sqlite"):
         options["pool_pre_ping"] = True  # guards against dropped server connections (SQLite has none)
     return options

@@ -52,3 +52,22 @@ def test_ctrl_c_during_a_run_marks_it_interrupted_and_keeps_the_message(tmp_path
         assert messages["user"].content == "Tell me a long story"
         assert messages["assistant"].meta["status"] == "interrupted"
         db.engine.dispose()
+
+
+def test_database_max_connections_caps_what_one_process_opens(settings):
+    """Several workers share PostgreSQL's max_connections: past the cap a thread waits, it does not connect."""
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    from app import create_app
+
+    app = create_app({**settings, "DATABASE_MAX_CONNECTIONS": 3})
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"]["pool_timeout"] = 0.1
+    with app.app_context():
+        held = [db.engine.connect() for _ in range(3)]
+        with pytest.raises(PoolTimeout):
+            db.engine.connect()
+        held.pop().close()
+        held.append(db.engine.connect())  # a connection given back is the next thread's
+        for connection in held:
+            connection.close()
+        db.engine.dispose()

@@ -344,7 +344,8 @@ async def concurrent_round(deployment: Deployment, figures: Figures, count: int)
                 run_id = await person.send(deployment.a, conversation_id, "hello")
                 _opened, _arrivals, end = await person.follow(deployment.a, run_id)
                 if ANSWER not in end:
-                    raise AssertionError(f"run {run_id} ended without the whole reply: {end[:200]}")
+                    said = re.sub(r"<[^>]+>|data: ?", "", end[end.find("run-status"):])[:300]
+                    raise AssertionError(f"run {run_id} ended without the whole reply: {said}")
 
             started = time.perf_counter()
             results = await asyncio.gather(*(turn(chat) for chat in chats), return_exceptions=True)

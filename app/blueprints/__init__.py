@@ -39,9 +39,11 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(triggers_admin.bp, url_prefix="/admin/triggers")
 
     from app import api as api_plumbing
-    from app.blueprints import api, assistant_admin, tokens
+    from app.blueprints import api, api_chat, assistant_admin, tokens
 
     api_plumbing.init_app(app, api.bp)
+    api_plumbing.init_app(app, api_chat.bp)
     app.register_blueprint(api.bp, url_prefix="/api")
+    app.register_blueprint(api_chat.bp, url_prefix="/api")
     app.register_blueprint(assistant_admin.bp, url_prefix="/admin/assistant")
     app.register_blueprint(tokens.bp, url_prefix="/account/tokens")

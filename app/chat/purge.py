@@ -1,10 +1,20 @@
-"""Deleting purges at once: transcripts, model context, run events, summaries; links stop working."""
+"""Deleting purges at once: transcripts, model context, run events, summaries; links stop working.
+
+Deleted means deleted on disk too: a purge marks the stores it touched (`mark_purged`), and once the
+transaction is committed each of them runs its `after_purge` step (SQLite checkpoints its WAL, the
+vector store vacuums), so no copy of the text stays in their files.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from app.database import checkpoint_wal
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent, Share, User
 from app.models.base import utcnow
@@ -17,6 +27,26 @@ STOP_WAIT_SECONDS = 5.0
 # Other modules (memories, compaction records, ...) register what they keep per conversation or user.
 conversation_purgers: list = []
 user_purgers: list = []
+# What a store does once a purge that touched it is committed, by store name.
+after_purge: dict[str, Callable[[], None]] = {"database": checkpoint_wal}
+
+
+def mark_purged(*stores: str) -> None:
+    """Note that this transaction purges text from these stores (default: the database)."""
+    db.session.info.setdefault("purged", set()).update(stores or ("database",))
+
+
+@event.listens_for(Session, "after_commit")
+def _after_purge(session: Session) -> None:
+    for store in sorted(session.info.pop("purged", ())):
+        step = after_purge.get(store)
+        if step is not None:
+            step()
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _purge_rolled_back(session: Session, _previous) -> None:
+    session.info.pop("purged", None)
 
 
 def purge_conversation(conversation: Conversation) -> None:
@@ -33,6 +63,7 @@ def purge_conversation(conversation: Conversation) -> None:
     conversation.title = None
     conversation.model_context = None
     conversation.deleted_at = utcnow()
+    mark_purged()
     log.info("purged conversation %s", conversation.id)
 
 
@@ -66,3 +97,4 @@ def purge_user_data(user: User) -> None:
     for purge in user_purgers:
         purge(user)
     db.session.execute(db.delete(Share).where(Share.owner_id == user.id))
+    mark_purged()

@@ -99,6 +99,11 @@ def wait(run_id: str, timeout: float = 30.0) -> None:
         future.result(timeout)
 
 
+def running() -> int:
+    """Return how many runs this process is running now."""
+    return len(_futures)
+
+
 def init_app(app: Flask) -> None:
     """Wire the run events' wake-ups and let Stop reach the runs of this process from any other."""
     run_events.init_app(app)

@@ -342,12 +342,17 @@ def start_round(desk: Skilldesk, figures: Figures) -> float:
     return idle
 
 
+def embedded_env(folder: Path) -> dict[str, str]:
+    """Settings for Skilldesk on its embedded defaults (SQLite, SQLite job queue) in a folder of its own."""
+    return {"DATABASE_URL": f"sqlite:///{folder / 'skilldesk.sqlite3'}", "SKILLDESK_SECRET_KEY": "bench",
+            "SKILLDESK_JOBS_SQLITE_PATH": str(folder / "jobs.sqlite3"), "SKILLDESK_CHROMA_PATH": str(folder / "chroma"),
+            "SKILLDESK_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1"}  # the admin's allow-list names the local provider
+
+
 def main() -> int:
     quick = "--quick" in sys.argv
     figures = Figures()
-    folder = Path(tempfile.mkdtemp(prefix="skilldesk-serving-"))
-    env = {"DATABASE_URL": f"sqlite:///{folder / 'skilldesk.sqlite3'}", "SKILLDESK_SECRET_KEY": "bench",
-           "SKILLDESK_JOBS_SQLITE_PATH": str(folder / "jobs.sqlite3"), "SKILLDESK_CHROMA_PATH": str(folder / "chroma")}
+    env = embedded_env(Path(tempfile.mkdtemp(prefix="skilldesk-serving-")))
     with fake_openai() as fake:
         desk = start_skilldesk(env)
         try:

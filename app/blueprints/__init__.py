@@ -6,6 +6,7 @@ from flask import Flask
 
 
 def register_blueprints(app: Flask) -> None:
+    # Imported here, like the rest of the factory's parts: loading `app.blueprints` alone loads no view.
     from app.blueprints import account, admin, agents, auth, chat, home, models, runs, shares
 
     app.register_blueprint(home.bp)

@@ -1,4 +1,4 @@
-"""A conversation's model context as pydantic-ai messages, parsed once per turn at most.
+"""A conversation's model context (what the model is given) as pydantic-ai messages, parsed once at most.
 
 The messages a run ended with are kept in this process for the conversation's next turn: when the
 stored JSON is still the very text that run stored, it is not parsed and validated again. Each kept
@@ -20,7 +20,7 @@ _kept: OrderedDict[int, tuple[str, list[ModelMessage]]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def load(conversation: Conversation) -> list[ModelMessage]:
+def load_history(conversation: Conversation) -> list[ModelMessage]:
     """Return the conversation's model context as pydantic-ai messages."""
     stored = conversation.model_context
     if not stored:

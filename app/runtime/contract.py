@@ -17,11 +17,22 @@ from app.runtime.loop import run as run_on_loop
 from app.runtime.model_choice import model_spec_for
 from app.runtime.prompts import clock_variables, render_prompt
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
-from app.runtime.skill import Built, Skill, SkillContext, TurnEnd
+from app.runtime.skill import (
+    GROUP_KEY,
+    MUTATES_KEY,
+    ROUTING_ONLY_KEY,
+    Built,
+    Skill,
+    SkillContext,
+    ToolGroup,
+    TurnEnd,
+)
 
 __all__ = [
     # The contract
     "Built", "Skill", "SkillContext", "TurnEnd",
+    # Tool groups and the tool metadata keys every skill may set
+    "ToolGroup", "GROUP_KEY", "MUTATES_KEY", "ROUTING_ONLY_KEY",
     # Models and agents: which model a conversation runs on, building one, building another agent
     "ModelSpec", "ModelUnavailable", "build_model", "model_spec_for", "AgentSpec", "Person", "build_agent",
     # The runtime's loop and a conversation's model context

@@ -9,8 +9,8 @@ DEMO_INSTRUCTIONS = """You are the demo assistant of Skilldesk, talking with {{ 
 Answer briefly. Use your tools when they help, and report their results exactly as they came back."""
 
 WORKSPACE_ASSISTANT = "Workspace assistant"
-WORKSPACE_INSTRUCTIONS = """You are the Workspace assistant of Skilldesk, working with {{ user.name }} (role {{ user.role }}) on {{ today }}.
-You create and change data tables, fields, rows, agents, skills and triggers for the user, within their
+WORKSPACE_INSTRUCTIONS = """You are the Workspace assistant of Skilldesk, working with {{ user.name }} (role {{ user.role }})
+on {{ today }}. You create and change data tables, fields, rows, agents, skills and triggers for the user, within their
 permissions, and explain Skilldesk. Ask (ask_user_question) when you cannot go on without their choice.
 Report only what your tools' results say was done."""
 # The skills the assistant is seeded with; skills another install lacks are left out (see ensure_defaults).
@@ -37,7 +37,7 @@ def ensure_defaults() -> None:
 
 
 def ensure_workspace_assistant() -> None:
-    """Create the built-in Workspace assistant unless an agent of that name exists (an admin's edits stay); no commit."""
+    """Create the built-in Workspace assistant unless an agent of that name exists (edits stay); no commit."""
     if db.session.scalar(db.select(Agent.id).where(Agent.name == WORKSPACE_ASSISTANT)) is not None:
         return
     db.session.add(Agent(

@@ -13,8 +13,10 @@ figure per line, `name: value unit (target …)`, and exits 1 when a target of i
 - N = 50 and N = 200 turns at once, each in its own conversation: 0 errors, every reply complete and
   stored, turns/s as a share of direct turns/s (≥ 25% at both N); RSS after N = 200 (growth reported).
 
-Each round is one function taking a `Skilldesk` (its URL, its processes, its database), so a round under
-several workers on PostgreSQL and Redis can reuse them with another `start_skilldesk(...)`.
+Each round is one function taking a `Skilldesk` (its URL, its processes, its database). Then the
+multi-worker rounds of `benchmarks/_serving_workers.py`: N = 200 under 4 workers on PostgreSQL and Redis,
+the cross-worker event delay and Stop from another worker (≤ 100 ms), memories across workers on a
+Chroma server (skipped, with a line saying so, when PostgreSQL or Redis does not answer).
 `--quick` runs fewer turns (for trying changes; its figures are not the targets').
 """
 
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _figures import Figures  # noqa: E402
+from _serving_workers import multi_worker_rounds  # noqa: E402
 
 from tests.fake_openai import ANSWER, FakeOpenAI, fake_openai  # noqa: E402
 
@@ -45,7 +48,6 @@ EMAIL = "bench@example.org"
 SEQUENTIAL_TURNS = 100
 CONCURRENT = (50, 200)
 TICKS = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 # --- processes ---------------------------------------------------------------------------------------
@@ -83,14 +85,15 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def rss_mib(pids: list[int]) -> float:
-    """Resident memory of process trees, in MiB."""
-    total = 0
+    """Memory of process trees, in MiB: the proportional set size, so pages a fork shares count once."""
+    total_kib = 0
     for member in (member for pid in pids for member in process_tree(pid)):
         try:
-            total += int(Path(f"/proc/{member}/statm").read_text().split()[1])
+            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
         except OSError:
             continue
-    return total * PAGE / 2**20
+        total_kib += int(re.search(r"^Pss:\s+(\d+) kB", rollup, re.M).group(1))
+    return total_kib / 1024
 
 
 @dataclass
@@ -363,6 +366,7 @@ def main() -> int:
             figures.report("rss_growth", after - idle, "MiB")
         finally:
             desk.stop()
+    multi_worker_rounds(figures, quick)  # 4 workers on PostgreSQL, Redis and a Chroma server
     return figures.print()
 
 

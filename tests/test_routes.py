@@ -178,12 +178,14 @@ ROUTES: dict[str, Access] = {
     "api.preferences_update": Access(),  # no body: 415
     "api.preferences_delete": Access(),  # no namespace: 422
     "api.capabilities": Access(MEMBERS),
+    "api.openapi": Access(public=True),  # the document of the API is no secret
     "api_chat.conversations_index": Access(),
     "api_chat.conversations_create": Access(MEMBERS),  # no body: 415
     "api_chat.conversations_show": Access(owner=True, args=CONVERSATION),
     "api_chat.messages_index": Access(owner=True, args=CONVERSATION),
     "api_chat.messages_create": Access(MEMBERS, owner=True, args=CONVERSATION),  # no body: 415
     "api_chat.conversations_delete": Access(owner=True, args=CONVERSATION, changes=True),
+    "api_chat.agent": Access(),  # no body: 415 (a guest's valid body gets 403, see test_agui_stream.py)
     "assistant_admin.show": Access(ADMINS),
     "assistant_admin.update": Access(ADMINS, data={"enabled": "y"}),
     "tokens.index": Access(MEMBERS),

@@ -32,11 +32,9 @@ from app.tables.schema import (
     remove_field,
 )
 from app.tables.settings import apply_settings
-from app.web import navigation
 from app.web.security import admin_required
 
 bp = Blueprint("tables_admin", __name__)
-navigation.add("Tables", "tables_admin.index", ("admin",))
 
 
 def get_definition(name: str) -> DataTable:

@@ -1,53 +1,27 @@
 """Deleting purges at once: transcripts, model context, run events, summaries; links stop working.
 
 Deleted means deleted on disk too: a purge marks the stores it touched (`mark_purged`), and once the
-transaction is committed each of them runs its `after_purge` step (SQLite checkpoints its WAL, the
-vector store vacuums), so no copy of the text stays in their files.
+transaction is committed each of them runs its `after_commit` step (`app.database.PurgeSteps`: SQLite
+checkpoints its WAL, the vector store vacuums), so no copy of the text stays in their files.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 
-from sqlalchemy import event
-from sqlalchemy.orm import Session
+from flask import current_app
 
-from app.database import checkpoint_wal
+from app.database import mark_purged, purge_steps
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent, Share, User
 from app.models.base import utcnow
 from app.models.chat import ACTIVE_STATUSES
+from app.runtime.execution import request_stop, wait
 
 log = logging.getLogger(__name__)
 
 STOP_WAIT_SECONDS = 5.0
-
-# Other modules (memories, compaction records, ...) register what they keep per conversation or user.
-conversation_purgers: list = []
-user_purgers: list = []
-# What a store does once a purge that touched it is committed, by store name.
-after_purge: dict[str, Callable[[], None]] = {"database": checkpoint_wal}
-
-
-def mark_purged(*stores: str) -> None:
-    """Note that this transaction purges text from these stores (default: the database)."""
-    db.session.info.setdefault("purged", set()).update(stores or ("database",))
-
-
-@event.listens_for(Session, "after_commit")
-def _after_purge(session: Session) -> None:
-    for store in sorted(session.info.pop("purged", ())):
-        step = after_purge.get(store)
-        if step is not None:
-            step()
-
-
-@event.listens_for(Session, "after_soft_rollback")
-def _purge_rolled_back(session: Session, _previous) -> None:
-    session.info.pop("purged", None)
-
 
 def purge_conversation(conversation: Conversation) -> None:
     """Delete a conversation's content for good; the remaining row keeps no text."""
@@ -58,7 +32,7 @@ def purge_conversation(conversation: Conversation) -> None:
                        .values(prompt=None, error=None))
     db.session.execute(db.delete(Message).where(Message.conversation_id == conversation.id))
     db.session.execute(db.delete(Share).where(Share.conversation_id == conversation.id))
-    for purge in conversation_purgers:
+    for purge in purge_steps(current_app).conversation:
         purge(conversation)
     conversation.title = None
     conversation.model_context = None
@@ -69,8 +43,6 @@ def purge_conversation(conversation: Conversation) -> None:
 
 def _stop_runs(conversation: Conversation) -> None:
     """Stop the conversation's active runs and wait for their end, so that none writes after the purge."""
-    from app.runtime.execution import request_stop, wait  # here: the runtime imports this module's registries
-
     active = db.select(Run).where(Run.conversation_id == conversation.id, Run.status.in_(ACTIVE_STATUSES))
     runs = list(db.session.scalars(active))
     for run in runs:
@@ -94,7 +66,7 @@ def purge_user_data(user: User) -> None:
     owned = db.select(Conversation).where(Conversation.user_id == user.id)
     for conversation in list(db.session.scalars(owned)):  # purging commits when it stops a run
         purge_conversation(conversation)
-    for purge in user_purgers:
+    for purge in purge_steps(current_app).user:
         purge(user)
     db.session.execute(db.delete(Share).where(Share.owner_id == user.id))
     mark_purged()

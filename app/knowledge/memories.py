@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from flask import current_app
 
-from app.chat.purge import after_purge, mark_purged, user_purgers
+from app.database import mark_purged
 from app.extensions import db, jobs
 from app.models import Memory, User
 
@@ -155,7 +155,3 @@ def vacuum_vectors() -> None:
     if not current_app.config.get("CHROMA_URL") and current_app.config.get("CHROMA_PATH"):
         vacuum_embedded(current_app.config["CHROMA_PATH"])
 
-
-if purge_user_memories not in user_purgers:
-    user_purgers.append(purge_user_memories)
-after_purge["vectors"] = vacuum_vectors.delay

@@ -1,16 +1,25 @@
-"""The contract between the runtime and a skill: what a skill is given (`SkillContext`) and what it is (`Skill`)."""
+"""The contract between the runtime and a skill: what a skill is given (`SkillContext`), what it is (`Skill`),
+and the hooks through which the runtime asks it at the points of a turn (`pick_model`, `finish_turn`,
+`after_turn`, `review_answer`, `answer_meta`). A skill's tools belong to tool groups (`ToolGroup`,
+declared with `tool_groups`): the Tool routing skill loads or defers them by group and hides those the
+user may not use. The runtime knows no particular skill: it loops over the agent's skills and calls the
+hooks they set. Built-in skills and those of installed packages take the same path.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask
+from flask import Flask, current_app
 from pydantic import BaseModel
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset, PrefixedToolset, WrapperToolset
+
+if TYPE_CHECKING:
+    from app.models import Agent, Conversation, Message, ModelConfig
 
 Built = AbstractCapability[Any] | AbstractToolset[Any]
 
@@ -34,6 +43,10 @@ class SkillContext:
     # Stores a run event for the page to show at once (`NOTICE` with a message id, `HEADER`), see
     # app/chat/stream.py. None outside a run (the editor's preview).
     announce: Callable[[str, dict[str, Any]], None] | None = None
+    # Filled by the builder while it builds the agent's skills: every tool group by name, and the
+    # group of each tool known before the run (a tool's `group` metadata overrides it).
+    tool_groups: dict[str, ToolGroup] = field(default_factory=dict)
+    group_of_tool: dict[str, str] = field(default_factory=dict)
 
     def tell_page(self, type_: str, data: dict[str, Any]) -> None:
         """Show a change this tool made (a notice, the header) on the chat page now, through the run's stream."""
@@ -45,6 +58,49 @@ class SkillContext:
         """Push a fresh app context (and so a fresh database session) for a tool call."""
         with self.app.app_context():
             yield
+
+
+def _anyone(_ctx: SkillContext) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class ToolGroup:
+    """A named set of tools (a skill's, or some of them) and who may use them.
+
+    A tool joins a group by its metadata (`metadata={"group": name}`), else it is in its skill's first
+    declared group, else in a group named after its skill that anyone may use.
+    """
+
+    name: str
+    title: str = ""
+    # `can_use(ctx)` tells whether the run's user may use the group's tools (ctx: the SkillContext).
+    can_use: Callable[[SkillContext], bool] = _anyone
+
+
+# Tool metadata keys every skill may set on its tools (`toolset.tool(metadata={...})`):
+GROUP_KEY = "group"  # the name of the tool's ToolGroup
+MUTATES_KEY = "mutates"  # True when the tool changes stored state (action memory, completion evidence)
+# ToolReturn metadata key of a result that only routed a call (no change, never evidence).
+ROUTING_ONLY_KEY = "routing_only"
+
+
+@dataclass
+class TurnEnd:
+    """What a skill's turn hooks are told once a run has ended: which run, how, and what the skill built for it."""
+
+    app: Flask
+    conversation_id: int
+    run_id: str
+    status: str
+    # What this skill's `build` returned for the run (empty when the agent could not be built).
+    built: list[Built] = field(default_factory=list)
+    # Notices (`Message` rows with role "notice") `finish_turn` added: the runtime shows them on the page.
+    notices: list[Message] = field(default_factory=list)
+
+    def show(self, notice: Message) -> None:
+        """Show a notice this hook added to the transcript on the chat page, before the run's answer."""
+        self.notices.append(notice)
 
 
 @dataclass(frozen=True)
@@ -59,6 +115,25 @@ class Skill:
     # For skills whose tools are known only once connected (an MCP server): the names the settings are
     # sure to give, without building. Other skills' names are read from the toolsets they build.
     declared_tools: Callable[[Any], Iterable[str]] | None = None
+    # Hooks (each optional; each is given the skill's validated Config first):
+    # `pick_model(config, agent, conversation)` names the model configuration the conversation's next turn
+    # runs on, or None to leave it to the agent (and the default). Called with an app context.
+    pick_model: Callable[[Any, Agent, Conversation], ModelConfig | None] | None = None
+    # `finish_turn(config, end)` adds rows to the transaction that stores the turn (never commits); it runs
+    # only while the conversation still exists.
+    finish_turn: Callable[[Any, TurnEnd], None] | None = None
+    # `after_turn(config, end)` runs once the turn is stored, off the runtime loop, in an app context:
+    # the place to queue follow-up jobs. Its failures are logged, never the turn's.
+    after_turn: Callable[[Any, TurnEnd], None] | None = None
+    # `review_answer(config, built, text)` checks the run's complete answer before anyone sees it and returns
+    # (the text to store, what the message's metadata keeps). While a skill that built something for the
+    # run has this hook, the answer is held back and shown once checked.
+    review_answer: Callable[[Any, list[Built], str], tuple[str, dict[str, Any]]] | None = None
+    # `answer_meta(config, built)` returns what the answer's metadata keeps for this skill (e.g. the
+    # action memory's ledger), without holding the answer back. Called as the turn is stored.
+    answer_meta: Callable[[Any, list[Built]], dict[str, Any]] | None = None
+    # The tool groups the skill's tools belong to (the first is the default of its tools).
+    tool_groups: tuple[ToolGroup, ...] = ()
 
     def parse(self, settings: dict[str, Any] | None) -> BaseModel:
         """Validate stored or submitted settings with the skill's Config."""
@@ -72,6 +147,10 @@ class Skill:
         if isinstance(result, AbstractCapability | AbstractToolset):
             return [result]
         return list(result)
+
+    def groups(self) -> tuple[ToolGroup, ...]:
+        """Return the skill's tool groups: those it declares, else one named after it that anyone may use."""
+        return self.tool_groups or (ToolGroup(self.name, self.title),)
 
     def tool_names(self, settings: dict[str, Any] | None, ctx: SkillContext) -> frozenset[str]:
         """Return the names of the tools these settings give that are known before a run."""
@@ -93,3 +172,17 @@ def _tool_names(item: Built | None) -> list[str]:
     if isinstance(item, WrapperToolset):
         return _tool_names(item.wrapped)
     return []  # a toolset whose tools are listed only at run time (a server's, a function's)
+
+
+def configured_skills(entries: Iterable[dict[str, Any]]) -> list[tuple[Skill, BaseModel]]:
+    """Return the installed skills of an agent's skill entries with their validated settings (app context).
+
+    Entries naming a skill that is not installed are left out: building the agent says so.
+    """
+    skills = current_app.extensions["skills"]
+    found = []
+    for entry in entries:
+        skill = skills.get(entry.get("name"))
+        if skill is not None:
+            found.append((skill, skill.parse(entry.get("config"))))
+    return found

@@ -34,6 +34,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.compaction",
     "app.skills.ui_proposals",
     "app.skills.workspace",
+    "app.skills.tool_routing",
 )
 
 

@@ -9,10 +9,10 @@ DEMO_INSTRUCTIONS = """You are the demo assistant of Skilldesk, talking with {{ 
 Answer briefly. Use your tools when they help, and report their results exactly as they came back."""
 
 WORKSPACE_ASSISTANT = "Workspace assistant"
-WORKSPACE_INSTRUCTIONS = """You are the Workspace assistant of Skilldesk, working with {{ user.name }} (role {{ user.role }})
-on {{ today }}. You create and change data tables, fields, rows, agents, skills and triggers for the user, within their
-permissions, and explain Skilldesk. Ask (ask_user_question) when you cannot go on without their choice.
-Report only what your tools' results say was done."""
+WORKSPACE_INSTRUCTIONS = """You are the Workspace assistant of Skilldesk, working with {{ user.name }}
+(role {{ user.role }}) on {{ today }}. You create and change data tables, fields, rows, agents, skills and
+triggers for the user, within their permissions, and explain Skilldesk. Ask (ask_user_question) when you
+cannot go on without their choice. Report only what your tools' results say was done."""
 # The skills the assistant is seeded with; skills another install lacks are left out (see ensure_defaults).
 WORKSPACE_SKILLS = ({"name": "workspace", "config": {}}, {"name": "ui_proposals", "config": {}},
                     {"name": "ask_user", "config": {}})

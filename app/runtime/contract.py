@@ -7,6 +7,7 @@ runtime (see `[tool.importlinter]` in pyproject.toml).
 
 from __future__ import annotations
 
+from app.runtime import evidence
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.compaction import CompactionResult, Summarizer, compact, threshold_target
 from app.runtime.context_size import MAX_RATIO, estimate_tokens, usage_ratio
@@ -39,6 +40,8 @@ __all__ = [
     "run_on_loop", "load_history",
     # Run events a tool may show on the page (SkillContext.tell_page)
     "HEADER", "NOTICE",
+    # What a mutation did, bounded and value-free (action memory, answer checks): a module
+    "evidence",
     # Calls that wait for a person
     "ASKS_USER", "CARD_KEY",
     # Sandboxed prompt templates

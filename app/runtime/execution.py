@@ -39,7 +39,7 @@ from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.history import load_history
 from app.runtime.model_choice import model_spec_for
-from app.runtime.outcome import Outcome, count_usage, review_output, translate, usage_from_messages
+from app.runtime.outcome import Outcome, answer_meta, count_usage, review_output, translate, usage_from_messages
 from app.runtime.providers import ModelUnavailable
 from app.runtime.skill import TurnEnd
 from app.runtime.titles import generate_title
@@ -306,6 +306,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
     if kept:
         review_output(outcome, writer)
+        answer_meta(outcome)
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error

@@ -45,3 +45,7 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(api.bp, url_prefix="/api")
     app.register_blueprint(assistant_admin.bp, url_prefix="/admin/assistant")
     app.register_blueprint(tokens.bp, url_prefix="/account/tokens")
+
+    from app.blueprints import knowledge
+
+    app.register_blueprint(knowledge.bp)

@@ -28,7 +28,7 @@ def test_passages_end_at_paragraph_boundaries_and_overlap():
 
 
 def test_without_paragraphs_it_cuts_at_lines_then_words():
-    lines = "\n".join("line %d " % i + "x" * 60 for i in range(60))
+    lines = "\n".join(f"line {i} " + "x" * 60 for i in range(60))
     for piece in chunk(lines, 500, 50)[:-1]:
         assert lines[piece.end] == "\n"
     words = " ".join(f"word{i}" for i in range(600))

@@ -11,6 +11,8 @@ def create_app(config: dict | None = None) -> Flask:
     """Build the app: defaults, SKILLDESK_* variables, test overrides, extensions, blueprints, skills."""
     app = Flask(__name__, instance_relative_config=True)
 
+    # The factory imports the app's parts here, not at the top, so that importing one module of the
+    # package (`app.models` in a migration, a task in the job consumer) does not load all of them.
     from app import config as settings
 
     settings.load(app, config)
@@ -34,9 +36,13 @@ def create_app(config: dict | None = None) -> Flask:
     navigation.init_app(app)
     rendering.init_app(app)
 
-    from app import assistance
+    # Each area wires itself: purge steps, table-event listeners, navigation, template globals.
+    from app import assistance, chat, knowledge, triggers
 
     assistance.init_app(app)
+    chat.init_app(app)
+    knowledge.init_app(app)
+    triggers.init_app(app)
 
     from app.blueprints import register_blueprints
 

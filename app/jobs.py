@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 # Modules that declare tasks; imported before binding so every task exists on every backend.
 TASK_MODULES: tuple[str, ...] = (
     "app.runtime.titles",
-    "app.chat.compaction",
+    "app.skills.compaction",
     "app.knowledge.indexing",
 )
 

@@ -13,8 +13,10 @@ figure per line, `name: value unit (target …)`, and exits 1 when a target of i
 - N = 50 and N = 200 turns at once, each in its own conversation: 0 errors, every reply complete and
   stored, turns/s as a share of direct turns/s (≥ 25% at both N); RSS after N = 200 (growth reported).
 
-Each round is one function taking a `Skilldesk` (its URL, its processes, its database), so a round under
-several workers on PostgreSQL and Redis can reuse them with another `start_skilldesk(...)`.
+Each round is one function taking a `Skilldesk` (its URL, its processes, its database). Then the
+multi-worker rounds of `benchmarks/_serving_workers.py`: N = 200 under 4 workers on PostgreSQL and Redis,
+the cross-worker event delay and Stop from another worker (≤ 100 ms), memories across workers on a
+Chroma server (skipped, with a line saying so, when PostgreSQL or Redis does not answer).
 `--quick` runs fewer turns (for trying changes; its figures are not the targets').
 """
 
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _figures import Figures  # noqa: E402
+from _serving_workers import multi_worker_rounds  # noqa: E402
 
 from tests.fake_openai import ANSWER, FakeOpenAI, fake_openai  # noqa: E402
 
@@ -339,12 +342,17 @@ def start_round(desk: Skilldesk, figures: Figures) -> float:
     return idle
 
 
+def embedded_env(folder: Path) -> dict[str, str]:
+    """Settings for Skilldesk on its embedded defaults (SQLite, SQLite job queue) in a folder of its own."""
+    return {"DATABASE_URL": f"sqlite:///{folder / 'skilldesk.sqlite3'}", "SKILLDESK_SECRET_KEY": "bench",
+            "SKILLDESK_JOBS_SQLITE_PATH": str(folder / "jobs.sqlite3"), "SKILLDESK_CHROMA_PATH": str(folder / "chroma"),
+            "SKILLDESK_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1"}  # the admin's allow-list names the local provider
+
+
 def main() -> int:
     quick = "--quick" in sys.argv
     figures = Figures()
-    folder = Path(tempfile.mkdtemp(prefix="skilldesk-serving-"))
-    env = {"DATABASE_URL": f"sqlite:///{folder / 'skilldesk.sqlite3'}", "SKILLDESK_SECRET_KEY": "bench",
-           "SKILLDESK_JOBS_SQLITE_PATH": str(folder / "jobs.sqlite3"), "SKILLDESK_CHROMA_PATH": str(folder / "chroma")}
+    env = embedded_env(Path(tempfile.mkdtemp(prefix="skilldesk-serving-")))
     with fake_openai() as fake:
         desk = start_skilldesk(env)
         try:
@@ -358,6 +366,7 @@ def main() -> int:
             figures.report("rss_growth", after - idle, "MiB")
         finally:
             desk.stop()
+    multi_worker_rounds(figures, quick)  # 4 workers on PostgreSQL, Redis and a Chroma server
     return figures.print()
 
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 from sqlalchemy import text
 
-from app.chat import purge
+from app.database import purge_steps
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent, Share, User
 from app.runtime import execution
@@ -103,8 +103,9 @@ def test_deleting_during_a_run_stores_nothing_afterwards(app, client, auth, scri
 
 def test_registered_purgers_run_for_conversations_and_users(app, client, auth):
     called: list = []
-    purge.conversation_purgers.append(lambda conversation: called.append(("conversation", conversation.id)))
-    purge.user_purgers.append(lambda user: called.append(("user", user.id)))
+    steps = purge_steps(app)
+    steps.conversation.append(lambda conversation: called.append(("conversation", conversation.id)))
+    steps.user.append(lambda user: called.append(("user", user.id)))
     try:
         auth.login_as("admin")
         other_id = auth.create("user")
@@ -115,8 +116,8 @@ def test_registered_purgers_run_for_conversations_and_users(app, client, auth):
             conversation_id = conversation.id
         assert client.post(f"/admin/users/{other_id}/delete").status_code == 302
     finally:
-        purge.conversation_purgers.pop()
-        purge.user_purgers.pop()
+        steps.conversation.pop()
+        steps.user.pop()
     assert called == [("conversation", conversation_id), ("user", other_id)]
 
 

@@ -39,7 +39,9 @@ def test_a_hanging_provider_fails_the_turn_within_the_timeout_with_one_request(
         conversation_id = start_chat(app, client, model_config_id=config_id)
         with override_allow_model_requests(True):
             run, _message = outcome(app, send(app, client, conversation_id, "Hello?"))
-        assert server.requests == 1  # the deadline covers the retries: none starts after it
+        # The deadline covers the retries: none starts after it. (On a loaded machine the first
+        # request may still be on its way when the deadline passes, hence "at most".)
+        assert server.requests <= 1
     assert run.status == "failed"
     included = ", 2 retries included" if retries else ""
     assert run.error == (f"The provider did not answer within 1 s{included} "

@@ -178,6 +178,13 @@ ROUTES: dict[str, Access] = {
     "api.preferences_update": Access(),  # no body: 415
     "api.preferences_delete": Access(),  # no namespace: 422
     "api.capabilities": Access(MEMBERS),
+    "api_chat.conversations_index": Access(),
+    "api_chat.conversations_create": Access(MEMBERS),  # no body: 415
+    "api_chat.conversations_show": Access(owner=True, args=CONVERSATION),
+    "api_chat.messages_index": Access(owner=True, args=CONVERSATION),
+    "api_chat.messages_create": Access(MEMBERS, owner=True, args=CONVERSATION),  # no body: 415
+    "api_chat.conversations_delete": Access(owner=True, args=CONVERSATION, changes=True),
+    "api_chat.agent": Access(),  # no body: 415 (a guest's valid body gets 403, see test_agui_stream.py)
     "assistant_admin.show": Access(ADMINS),
     "assistant_admin.update": Access(ADMINS, data={"enabled": "y"}),
     "tokens.index": Access(MEMBERS),
@@ -353,7 +360,7 @@ def check_route(app, world: World, endpoint: str, access: Access) -> list[str]:
         if access.public and not access.anonymous:
             if not reached(response, access):
                 problems.append(f"{method} anonymous: expected to reach, got {response.status_code}")
-        elif endpoint.startswith("api."):
+        elif endpoint.startswith(("api.", "api_chat.")):
             if response.status_code != 401 or (response.json or {}).get("code") != "UNAUTHORIZED":
                 problems.append(f"{method} anonymous API: expected 401 UNAUTHORIZED, got {response.status_code}")
         else:

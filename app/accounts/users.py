@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from app.chat.purge import purge_user_data
 from app.extensions import db
 from app.models import ROLES, User
 
@@ -22,8 +23,6 @@ def create_user(email: str, name: str, password: str, role: str = "user") -> Use
 
 def delete_user(user: User) -> None:
     """Delete an account and purge everything derived from it (conversations, runs, shares)."""
-    from app.chat.purge import purge_user_data
-
     purge_user_data(user)
     db.session.delete(user)
     log.info("deleted user %s", user.id)

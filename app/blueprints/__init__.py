@@ -6,6 +6,7 @@ from flask import Flask
 
 
 def register_blueprints(app: Flask) -> None:
+    # Imported here, like the rest of the factory's parts: loading `app.blueprints` alone loads no view.
     from app.blueprints import account, admin, agents, auth, chat, home, models, runs, shares
 
     app.register_blueprint(home.bp)
@@ -39,10 +40,12 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(triggers_admin.bp, url_prefix="/admin/triggers")
 
     from app import api as api_plumbing
-    from app.blueprints import api, assistant_admin, tokens
+    from app.blueprints import api, api_chat, assistant_admin, tokens
 
     api_plumbing.init_app(app, api.bp)
+    api_plumbing.init_app(app, api_chat.bp)
     app.register_blueprint(api.bp, url_prefix="/api")
+    app.register_blueprint(api_chat.bp, url_prefix="/api")
     app.register_blueprint(assistant_admin.bp, url_prefix="/admin/assistant")
     app.register_blueprint(tokens.bp, url_prefix="/account/tokens")
 

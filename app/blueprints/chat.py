@@ -7,11 +7,12 @@ from flask_login import current_user
 
 from app.assistance.context import ContextRejected, parse_context_text
 from app.chat import conversations, turns
-from app.chat.compaction import compact_stored_context, compaction_config, parse_command
+from app.chat.compaction import parse_command
 from app.chat.conversations import export_json, export_markdown, get_own_conversation, transcript
 from app.chat.purge import purge_conversation
 from app.extensions import db
 from app.models import Agent, Conversation, Message
+from app.skills.compaction import compact_stored_context, compaction_config
 from app.web.htmx import is_htmx, retarget
 
 bp = Blueprint("chat", __name__)

@@ -81,9 +81,15 @@ def index(name: str):
     page, titles = browse.list_rows(definition, query)
     return render_template("data/list.html", table=definition, query=query, page=page, titles=titles,
                            columns=browse.shown_columns(definition, query),
-                           layout=ui_setting(current_user, "defaultListLayout"), operators=OPERATORS,
+                           layout=_layout(), operators=OPERATORS,
                            can=can(definition),
                            agent=assistant_agent(definition))
+
+
+def _layout() -> str:
+    """The list's layout: a view state in the URL (`?layout=`, for this page only), else the user's preference."""
+    asked = request.args.get("layout")
+    return asked if asked in ("table", "cards") else ui_setting(current_user, "defaultListLayout")
 
 
 @bp.route("/<name>/layout", methods=["POST"])

@@ -10,7 +10,6 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app import triggers
 from app.extensions import csrf, db
 from app.models import Trigger
 from app.triggers.dispatch import on_webhook
@@ -20,11 +19,6 @@ from app.web.security import public
 bp = Blueprint("hooks", __name__)
 # Webhooks come from other systems, which have no session and no CSRF token.
 csrf.exempt(bp)
-
-
-@bp.record_once
-def _listen_to_table_events(state) -> None:
-    triggers.init_app(state.app)
 
 
 def _error(status: int, code: str, message: str):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import select
+import socket
 import time
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, stream_with_context
@@ -12,8 +14,8 @@ from app.chat.stream import encode_html, sse
 from app.extensions import db
 from app.models import Conversation, Message, Run, User
 from app.models.chat import ACTIVE_STATUSES, RUN_STATUSES
+from app.runtime import capacity, execution
 from app.runtime import events as run_events
-from app.runtime import execution
 from app.triggers import history
 from app.web.security import admin_required
 
@@ -50,19 +52,50 @@ def events(run_id: str):
     # The browser resends Last-Event-ID on reconnect; ?after= is for clients that cannot set headers.
     after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
     app = current_app._get_current_object()
-    user_id = current_user.id
-    return Response(stream_with_context(_follow(app, run.id, user_id, after)), mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    release = capacity.take_stream(app)  # 503 with Retry-After when this process streams all it can
+    follow = _follow(app, run.id, current_user.id, after, _client_socket(), release)
+    response = Response(stream_with_context(follow), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response.call_on_close(release)  # also when the stream never started
+    return response
 
 
-def _follow(app, run_id: str, user_id: int, after: int):
+def _client_socket() -> socket.socket | None:
+    """The connection to the client, where the server exposes it (gunicorn, Werkzeug's server)."""
+    return request.environ.get("gunicorn.socket") or request.environ.get("werkzeug.socket")
+
+
+def _client_gone(sock: socket.socket | None) -> bool:
+    """Tell whether the client closed its connection: readable, with nothing left to read."""
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def _follow(app, run_id: str, user_id: int, after: int, client=None, release=None):
     """Replay stored events after `after`, then follow live ones until the run ends.
 
     No database connection is held while the client reads or while the follower waits: each read
     is a short session, released before any yield or wait (a stream costs a thread, never a pool slot).
+    A client that went away is noticed between two waits, so its thread and stream slot come back
+    within a recheck interval, not when the run ends.
     """
+    try:
+        yield from _follow_events(app, run_id, user_id, after, client)
+    finally:
+        if release is not None:
+            release()
+
+
+def _follow_events(app, run_id: str, user_id: int, after: int, client):
     last_sent = checked = time.monotonic()  # the request checked access a moment ago
-    ended = woken = False
+    ended = woken = sent = False
     while True:
         stored = run_events.events_after(run_id, after)
         frames = [(event.seq, event.type, sse(event.seq, event.type, encode_html(event, run_id)))
@@ -71,6 +104,7 @@ def _follow(app, run_id: str, user_id: int, after: int):
         for seq, type_, frame in frames:
             after = seq
             yield frame
+            sent = True
             last_sent = time.monotonic()
             if type_ == run_events.END:
                 return
@@ -87,6 +121,11 @@ def _follow(app, run_id: str, user_id: int, after: int):
             return
         if ended:  # read once more: the end event was committed with the status
             continue
+        if _client_gone(client):
+            return
+        if not sent:  # answer at once, so the client (and the server) knows the stream is open
+            yield ": waiting\n\n"
+            sent = True
         if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
             yield ": keepalive\n\n"
             last_sent = time.monotonic()

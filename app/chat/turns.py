@@ -11,7 +11,7 @@ from app.extensions import db
 from app.models import Agent, Conversation, Message, Run, User
 from app.models.base import utcnow
 from app.models.chat import ONE_ACTIVE_RUN, new_run_id
-from app.runtime import execution
+from app.runtime import capacity, execution
 
 
 class RunInProgress(Exception):
@@ -37,8 +37,11 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
     on the message and handed to the run's skills; `extras["instructions"]` are added for that run.
     A run started here is prepared in the same transaction from the rows this request already holds;
     with `launch=False` it stays queued for `execution.launch`. Raises `RunInProgress`, having stored
-    nothing, when the conversation has a queued or running run already.
+    nothing, when the conversation has a queued or running run already, and `capacity.Saturated`
+    (a 503 with Retry-After), having stored nothing, when this process runs or streams all it can.
     """
+    if launch:
+        capacity.admit_turn(current_app)
     run = Run(id=new_run_id(), conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id,
               prompt=text, trigger=conversation.source if conversation.source != "copy" else "chat", status="queued")
     message = Message(conversation_id=conversation.id, role="user", content=text, run=run,

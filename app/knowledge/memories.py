@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from flask import current_app
 
-from app.chat.purge import user_purgers
-from app.extensions import db
+from app.database import mark_purged
+from app.extensions import db, jobs
 from app.models import Memory, User
 
 if TYPE_CHECKING:
@@ -113,6 +113,7 @@ def forget(memory: Memory) -> None:
     """Delete a memory and its vector, and commit."""
     vector_store().delete(memory.collection, ids=[memory.vector_id])
     db.session.delete(memory)
+    mark_purged("database", "vectors")
     db.session.commit()
 
 
@@ -133,6 +134,7 @@ def purge_user_memories(user: User) -> None:
     # The personal collection holds only this person's vectors: drop it whole, stale ones included.
     store.drop(collection_for(personal=True, user_id=user.id, agent_id=None))
     db.session.execute(db.delete(Memory).where(Memory.user_id == user.id))
+    mark_purged("database", "vectors")
 
 
 def _embed(memory: Memory) -> None:
@@ -145,5 +147,11 @@ def _row_id(vector_id: str) -> int | None:
     return int(number) if prefix == "memory" and number.isdigit() else None
 
 
-if purge_user_memories not in user_purgers:
-    user_purgers.append(purge_user_memories)
+@jobs.task()
+def vacuum_vectors() -> None:
+    """Clear deleted memories' texts from the embedded vector store's files (a Chroma server keeps its own)."""
+    from app.knowledge.vectors import vacuum_embedded  # lazily, as in vector_store()
+
+    if not current_app.config.get("CHROMA_URL") and current_app.config.get("CHROMA_PATH"):
+        vacuum_embedded(current_app.config["CHROMA_PATH"])
+

@@ -20,7 +20,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from app.models import Agent, User
 from app.runtime.deferred import standing_approvals
 from app.runtime.providers import ModelSpec, build_model
-from app.runtime.skill import SkillContext
+from app.runtime.skill import Skill, SkillContext
 
 _templates = SandboxedEnvironment(autoescape=False)
 
@@ -74,6 +74,8 @@ class BuiltAgent:
     agent: PydanticAgent
     context: SkillContext
     capabilities: list[Any] = field(default_factory=list)
+    # Each of the agent's skills with its validated Config and what its build returned, for the turn hooks.
+    skills: list[tuple[Skill, Any, list[Any]]] = field(default_factory=list)
 
 
 def render_instructions(template: str, person: Person, agent_name: str, now: datetime | None = None) -> str:
@@ -111,11 +113,14 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
     capabilities: list[Any] = [ToolErrorsAsResults(), standing_approvals(
         app, conversation_id, run_id, spec.id, spec.name, person.id, person.email)]
     toolsets: list[AbstractToolset[Any]] = []
+    built_skills: list[tuple[Skill, Any, list[Any]]] = []
     for entry in spec.skills:
         skill = skills.get(entry.get("name"))
         if skill is None:
             raise LookupError(f"The agent uses the skill {entry.get('name')!r}, which is not installed.")
-        for item in skill.built(entry.get("config"), context):
+        items = skill.built(entry.get("config"), context)
+        built_skills.append((skill, skill.parse(entry.get("config")), items))
+        for item in items:
             (toolsets if isinstance(item, AbstractToolset) else capabilities).append(item)
     agent = PydanticAgent(
         build_model(spec.model),
@@ -127,4 +132,4 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
         # A run that waits for a person (approval, plan, question) ends with the calls it deferred.
         output_type=[str, DeferredToolRequests],
     )
-    return BuiltAgent(agent=agent, context=context, capabilities=capabilities)
+    return BuiltAgent(agent=agent, context=context, capabilities=capabilities, skills=built_skills)

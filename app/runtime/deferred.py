@@ -20,7 +20,6 @@ from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from app.chat.purge import conversation_purgers
 from app.extensions import db
 from app.models import ApprovalRecord, Conversation, Message, PendingCall, Run, User
 from app.models.base import utcnow
@@ -228,6 +227,3 @@ def purge_pending(conversation: Conversation) -> None:
     The approval records stay: they are the audit trail, and hold only a clipped summary of the arguments.
     """
     db.session.execute(db.delete(PendingCall).where(PendingCall.conversation_id == conversation.id))
-
-
-conversation_purgers.append(purge_pending)

@@ -8,6 +8,7 @@ Stop travels the same way, so it reaches a run in any process.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import OrderedDict
@@ -139,7 +140,11 @@ def events_after(run_id: str, seq: int) -> list[RunEvent]:
 
 
 class EventWriter:
-    """Stores a run's events in order. Text deltas are coalesced for a few milliseconds."""
+    """Stores a run's events in order. Text deltas are coalesced for a few milliseconds.
+
+    A delta is never held longer than that: when the model pauses after it, a timer on the runtime
+    loop stores it, so the first words of a slow answer show at once.
+    """
 
     def __init__(self, app: Flask, run_id: str, start_seq: int = 0) -> None:
         self.app = app
@@ -149,14 +154,22 @@ class EventWriter:
         # Held text is stored only with the end event: the answer is shown once it is checked.
         self.holding = False
         self._last_flush = time.monotonic()
+        self._timer: asyncio.TimerHandle | None = None
         self._wakeups: wakeups.Wakeups = app.extensions["wakeups"]
 
     def text(self, delta: str) -> None:
         if not delta:
             return
         self._text.append(delta)
-        if not self.holding and time.monotonic() - self._last_flush >= TEXT_FLUSH_SECONDS:
+        if self.holding:
+            return
+        if time.monotonic() - self._last_flush >= TEXT_FLUSH_SECONDS:
             self.flush()
+        elif self._timer is None:
+            try:
+                self._timer = asyncio.get_running_loop().call_later(TEXT_FLUSH_SECONDS, self.flush)
+            except RuntimeError:  # not on a loop: the next event or the end stores the text
+                pass
 
     def hold_text(self) -> None:
         """Keep the text back until the end event (tool steps still go out at once)."""
@@ -168,6 +181,7 @@ class EventWriter:
 
     def flush(self) -> None:
         self._last_flush = time.monotonic()
+        self._cancel_timer()
         if self._text and not self.holding:
             self._store([self._pending_text()])
 
@@ -176,6 +190,7 @@ class EventWriter:
 
         Call `published()` once the caller has committed.
         """
+        self._cancel_timer()
         rows = [self._pending_text()] if self._text else []
         rows += [self._row(type_, data) for type_, data in events]
         db.session.execute(db.insert(RunEvent), rows)
@@ -191,7 +206,13 @@ class EventWriter:
         return self._row("text", {"delta": delta})
 
     def discard_text(self) -> None:
+        self._cancel_timer()
         self._text = []
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _row(self, type_: str, data: dict[str, Any]) -> dict[str, Any]:
         self.seq += 1

@@ -32,13 +32,17 @@ from pydantic_ai.usage import UsageLimits
 
 from app.extensions import db
 from app.guards.outbound import OutboundRefused
-from app.models import Agent, Conversation, Message, ModelConfig, Run, RunEvent, User
+from app.models import Agent, Conversation, Message, Run, RunEvent, User
 from app.models.base import utcnow
 from app.runtime import deferred, loop
 from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
+from app.runtime.history import load_history
+from app.runtime.model_choice import model_spec_for
 from app.runtime.outcome import Outcome, count_usage, review_output, translate, usage_from_messages
-from app.runtime.providers import ModelSpec, ModelUnavailable
+from app.runtime.providers import ModelUnavailable
+from app.runtime.skill import TurnEnd
+from app.runtime.titles import generate_title
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +103,11 @@ def wait(run_id: str, timeout: float = 30.0) -> None:
         future.result(timeout)
 
 
+def running() -> int:
+    """Return how many runs this process is running now."""
+    return len(_futures)
+
+
 def init_app(app: Flask) -> None:
     """Wire the run events' wake-ups and let Stop reach the runs of this process from any other."""
     run_events.init_app(app)
@@ -128,30 +137,6 @@ def cancel_here(run_id: str) -> None:
     token = _tokens.get(run_id)
     if token is not None:
         token.cancel()
-
-
-def load_history(conversation: Conversation) -> list[ModelMessage]:
-    """Return the conversation's model context as pydantic-ai messages."""
-    if not conversation.model_context:
-        return []
-    return list(ModelMessagesTypeAdapter.validate_json(conversation.model_context))
-
-
-def model_spec_for(agent: Agent, conversation: Conversation | None = None) -> ModelSpec:
-    """Return the model a turn runs on: the conversation's pick, the agent's, else the default."""
-    from app.skills.model_picker import allowed_models
-
-    config = None
-    if conversation is not None and conversation.model_config_id:
-        # The pick counts only while the admin still allows it for this agent.
-        allowed = {model.id for model in allowed_models(agent) or []}
-        if conversation.model_config_id in allowed:
-            config = db.session.get(ModelConfig, conversation.model_config_id)
-    if config is None and agent.model_config_id:
-        config = db.session.get(ModelConfig, agent.model_config_id)
-    if config is None:
-        config = db.session.scalar(db.select(ModelConfig).where(ModelConfig.is_default.is_(True)))
-    return ModelSpec.of(config)
 
 
 def _prepare(run_id: str) -> Turn | None:
@@ -210,8 +195,8 @@ async def execute(app: Flask, turn: Turn) -> str:
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()
-    if needs_title or (outcome.status == "succeeded" and _has_skill(turn, "compaction")):
-        await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, needs_title)
+    if needs_title or any(skill.after_turn is not None for skill, _config, _built in outcome.skills):
+        await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, outcome, needs_title)
     return outcome.status
 
 
@@ -226,10 +211,11 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
             try:
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
                                     turn.extras, announce=writer.emit)
-                outcome.compactors = [c for c in built.capabilities if hasattr(c, "results")]
-                # Capabilities that check the complete answer before anyone sees it (UI proposals).
-                outcome.reviewers = [c for c in built.capabilities if hasattr(c, "review_output")]
-                if any(reviewer.holds_text() for reviewer in outcome.reviewers):
+                outcome.skills = built.skills
+                # Skills that check the complete answer before anyone sees it (`review_answer`, e.g. UI proposals).
+                outcome.reviewers = [(skill, config, items) for skill, config, items in built.skills
+                                     if skill.review_answer is not None and items]
+                if outcome.reviewers:
                     writer.hold_text()
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
@@ -323,7 +309,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         meta["error"] = outcome.error
     if turn.deferred is not None:  # the run carried answers: the end of its stream updates their cards
         meta["resumed"] = True
-    notices = _record_compactions(turn, outcome) if kept else []
+    notices = _finish_hooks(turn, outcome) if kept else []
     waiting = outcome.waiting
     # A call that waits for a person shows as a card of the message, not as a step that never ends.
     waiting_ids = {call.tool_call_id for call in [*waiting.calls, *waiting.approvals]} if waiting else set()
@@ -353,36 +339,36 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     return needs_title
 
 
-def _record_compactions(turn: Turn, outcome: Outcome) -> list[Message]:
-    """Store the notices and records of compactions made inside the run (before the answer); return the notices."""
-    from app.chat.compaction import record_outcome
+def _turn_end(turn: Turn, outcome: Outcome, built: list) -> TurnEnd:
+    return TurnEnd(current_app._get_current_object(), turn.conversation_id, turn.run_id, outcome.status, built)
 
-    notices = []
-    for compactor in outcome.compactors:
-        for result in compactor.results:
-            if result.changed or result.failed:
-                notice = record_outcome(turn.conversation_id, compactor.config, result, "run", turn.run_id)
-                notices += [notice] if notice is not None else []
+
+def _finish_hooks(turn: Turn, outcome: Outcome) -> list[Message]:
+    """Let each skill add what it keeps of the run (before the answer); return the notices to show."""
+    notices: list[Message] = []
+    for skill, config, built in outcome.skills:
+        if skill.finish_turn is not None:
+            end = _turn_end(turn, outcome, built)
+            skill.finish_turn(config, end)
+            notices += end.notices
     return notices
 
 
-def _has_skill(turn: Turn, name: str) -> bool:
-    return turn.agent is not None and any(entry.get("name") == name for entry in turn.agent.skills)
-
-
-def _follow_ups(app: Flask, turn: Turn, needs_title: bool) -> None:
-    """Queue the jobs that follow a turn (title, threshold compaction), off the runtime loop."""
-    from app.chat.compaction import compact_after_reply
-    from app.runtime.titles import generate_title
-
+def _follow_ups(app: Flask, turn: Turn, outcome: Outcome, needs_title: bool) -> None:
+    """Queue the jobs that follow a turn (the title, the skills' `after_turn`), off the runtime loop."""
     with app.app_context():
         try:
             if needs_title:
                 generate_title.delay(turn.conversation_id)
-            if _has_skill(turn, "compaction"):
-                compact_after_reply.delay(turn.conversation_id)
         except Exception:  # follow-ups are niceties: never let them break the turn
-            log.exception("could not queue the follow-ups of conversation %s", turn.conversation_id)
+            log.exception("could not queue the title of conversation %s", turn.conversation_id)
+        for skill, config, built in outcome.skills:
+            if skill.after_turn is None:
+                continue
+            try:
+                skill.after_turn(config, _turn_end(turn, outcome, built))
+            except Exception:  # a skill's follow-up must never break the turn
+                log.exception("after_turn of skill %s failed (conversation %s)", skill.name, turn.conversation_id)
 
 
 def _cancel_requested(app: Flask, run_id: str) -> bool:

@@ -37,10 +37,10 @@ class Outcome:
     output_tokens: int = 0
     requests: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
-    # Capabilities that may have compacted the context during the run (their `.results`).
-    compactors: list[Any] = field(default_factory=list)
-    # Capabilities with `review_output(text)`: they check the complete answer (see ui_proposals).
-    reviewers: list[Any] = field(default_factory=list)
+    # The agent's skills as built for the run: (skill, its validated Config, what its build returned).
+    skills: list[tuple[Any, Any, list[Any]]] = field(default_factory=list)
+    # Skills with a `review_answer` hook and what they built: they check the complete answer.
+    reviewers: list[tuple[Any, Any, list[Any]]] = field(default_factory=list)
     # The calls the run ended on because they wait for a person (approval, plan, question).
     waiting: DeferredToolRequests | None = None
 
@@ -72,12 +72,12 @@ def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
 
 
 def review_output(outcome: Outcome, writer: EventWriter) -> None:
-    """Let reviewing capabilities check the complete answer; the checked text replaces the held one."""
+    """Let the reviewing skills check the complete answer; the checked text replaces the held one."""
     if not outcome.reviewers:
         return
     text = "".join(outcome.text)
-    for reviewer in outcome.reviewers:
-        text, meta = reviewer.review_output(text)
+    for skill, config, built in outcome.reviewers:
+        text, meta = skill.review_answer(config, built, text)
         outcome.meta.update(meta)
     if writer.holding:
         writer.discard_text()

@@ -1,16 +1,23 @@
-"""The contract between the runtime and a skill: what a skill is given (`SkillContext`) and what it is (`Skill`)."""
+"""The contract between the runtime and a skill: what a skill is given (`SkillContext`), what it is (`Skill`),
+and the hooks through which the runtime asks it at the points of a turn (`pick_model`, `finish_turn`,
+`after_turn`). The runtime knows no particular skill: it loops over the agent's skills and calls the
+hooks they set. Built-in skills and those of installed packages take the same path.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask
+from flask import Flask, current_app
 from pydantic import BaseModel
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset, PrefixedToolset, WrapperToolset
+
+if TYPE_CHECKING:
+    from app.models import Agent, Conversation, Message, ModelConfig
 
 Built = AbstractCapability[Any] | AbstractToolset[Any]
 
@@ -47,6 +54,24 @@ class SkillContext:
             yield
 
 
+@dataclass
+class TurnEnd:
+    """What a skill's turn hooks are told once a run has ended: which run, how, and what the skill built for it."""
+
+    app: Flask
+    conversation_id: int
+    run_id: str
+    status: str
+    # What this skill's `build` returned for the run (empty when the agent could not be built).
+    built: list[Built] = field(default_factory=list)
+    # Notices (`Message` rows with role "notice") `finish_turn` added: the runtime shows them on the page.
+    notices: list[Message] = field(default_factory=list)
+
+    def show(self, notice: Message) -> None:
+        """Show a notice this hook added to the transcript on the chat page, before the run's answer."""
+        self.notices.append(notice)
+
+
 @dataclass(frozen=True)
 class Skill:
     name: str
@@ -59,6 +84,20 @@ class Skill:
     # For skills whose tools are known only once connected (an MCP server): the names the settings are
     # sure to give, without building. Other skills' names are read from the toolsets they build.
     declared_tools: Callable[[Any], Iterable[str]] | None = None
+    # Hooks (each optional; each is given the skill's validated Config first):
+    # `pick_model(config, agent, conversation)` names the model configuration the conversation's next turn
+    # runs on, or None to leave it to the agent (and the default). Called with an app context.
+    pick_model: Callable[[Any, Agent, Conversation], ModelConfig | None] | None = None
+    # `finish_turn(config, end)` adds rows to the transaction that stores the turn (never commits); it runs
+    # only while the conversation still exists.
+    finish_turn: Callable[[Any, TurnEnd], None] | None = None
+    # `after_turn(config, end)` runs once the turn is stored, off the runtime loop, in an app context:
+    # the place to queue follow-up jobs. Its failures are logged, never the turn's.
+    after_turn: Callable[[Any, TurnEnd], None] | None = None
+    # `review_answer(config, built, text)` checks the run's complete answer before anyone sees it and returns
+    # (the text to store, what the message's metadata keeps). While a skill that built something for the
+    # run has this hook, the answer is held back and shown once checked.
+    review_answer: Callable[[Any, list[Built], str], tuple[str, dict[str, Any]]] | None = None
 
     def parse(self, settings: dict[str, Any] | None) -> BaseModel:
         """Validate stored or submitted settings with the skill's Config."""
@@ -93,3 +132,17 @@ def _tool_names(item: Built | None) -> list[str]:
     if isinstance(item, WrapperToolset):
         return _tool_names(item.wrapped)
     return []  # a toolset whose tools are listed only at run time (a server's, a function's)
+
+
+def configured_skills(entries: Iterable[dict[str, Any]]) -> list[tuple[Skill, BaseModel]]:
+    """Return the installed skills of an agent's skill entries with their validated settings (app context).
+
+    Entries naming a skill that is not installed are left out: building the agent says so.
+    """
+    skills = current_app.extensions["skills"]
+    found = []
+    for entry in entries:
+        skill = skills.get(entry.get("name"))
+        if skill is not None:
+            found.append((skill, skill.parse(entry.get("config"))))
+    return found

@@ -20,7 +20,7 @@ from pydantic_ai.exceptions import AgentRunError, UserError
 from app.extensions import db, jobs
 from app.models import Agent, Conversation, Message
 from app.runtime import loop
-from app.runtime.execution import model_spec_for
+from app.runtime.model_choice import model_spec_for
 from app.runtime.plain_text import TRAILING, first_words, plain_text
 from app.runtime.providers import ModelUnavailable, build_model
 

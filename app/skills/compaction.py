@@ -17,16 +17,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError, RetryModelRequest
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.models import Model, ModelRequestContext
 
-from app.extensions import db
-from app.models import Agent, Conversation, ModelConfig
+from app.extensions import db, jobs
+from app.models import Agent, CompactionRecord, Conversation, Message, ModelConfig
+from app.runtime import loop
 from app.runtime.compaction import CompactionResult, Summarizer, compact, threshold_target
 from app.runtime.context_size import MAX_RATIO, estimate_tokens, usage_ratio
-from app.runtime.execution import model_spec_for
+from app.runtime.history import load_history
+from app.runtime.model_choice import model_spec_for
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.skill import Skill, SkillContext, TurnEnd
 
 log = logging.getLogger(__name__)
 
@@ -272,6 +274,91 @@ def summary_spec_for(config: Config, agent_spec: ModelSpec | None) -> ModelSpec 
     return spec
 
 
+def compaction_config(agent: Agent | None) -> Config | None:
+    """Return the agent's compaction settings, or None when it has no compaction skill."""
+    for entry in (agent.skills or []) if agent else []:
+        if entry.get("name") == skill.name:
+            return skill.parse(entry.get("config"))
+    return None
+
+
+def compact_stored_context(conversation: Conversation, trigger: str, instructions: str | None = None,
+                           force: bool = False) -> CompactionResult | None:
+    """Compact a conversation's stored model context; returns what was done, or None without the skill."""
+    config = compaction_config(conversation.agent)
+    if config is None:
+        return None
+    before = conversation.model_context
+    messages = load_history(conversation)
+    spec = summary_spec_for(config, model_spec_for(conversation.agent, conversation))
+    result = loop.run(compact_conversation_context(messages, config, spec, instructions, force=force),
+                      timeout=spec.timeout * 3 + 30)
+    if result.changed:
+        after = ModelMessagesTypeAdapter.dump_json(result.messages).decode()
+        # Compare-and-swap: a turn that ran meanwhile wins, and this compaction is dropped.
+        swapped = db.session.execute(
+            db.update(Conversation).where(Conversation.id == conversation.id,
+                                          Conversation.model_context == before)
+            .values(model_context=after)
+        ).rowcount
+        if not swapped:
+            db.session.rollback()
+            log.info("compaction of conversation %s dropped: the context changed meanwhile", conversation.id)
+            return result
+        record_outcome(conversation.id, config, result, trigger)
+    elif result.failed:  # said, never hidden: the context stays as it was
+        record_outcome(conversation.id, config, result, trigger)
+    db.session.commit()
+    log.info("conversation %s compaction (%s): changed=%s failed=%s tokens %s -> %s", conversation.id, trigger,
+             result.changed, result.failed, result.tokens_before, result.tokens_after)
+    return result
+
+
+def record_outcome(conversation_id: int, config: Config, result: CompactionResult, trigger: str,
+                   run_id: str | None = None) -> Message | None:
+    """Add the notice and the record a compaction asks for to the session; the caller commits.
+
+    Returns the notice (None when the skill shows none); `run_id` is the run that compacted, if any.
+    """
+    notice = None
+    if config.show_notice:
+        notice = Message(conversation_id=conversation_id, role="notice", content=result.notice(),
+                         meta={"compaction": trigger}, run_id=run_id)
+        db.session.add(notice)
+    if config.keep_record and (result.summarized or result.error):
+        removed = ModelMessagesTypeAdapter.dump_json(result.removed).decode() if result.removed else None
+        db.session.add(CompactionRecord(
+            conversation_id=conversation_id, trigger=trigger, tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after, cleared_count=result.cleared_count, summary=result.summary,
+            removed=removed, error=result.error))
+    return notice
+
+
+@jobs.task()
+def compact_after_reply(conversation_id: int) -> None:
+    """Compact a conversation above "Compact above", after a reply, so no user waits for it."""
+    conversation = db.session.get(Conversation, conversation_id)
+    if conversation is None or conversation.deleted_at is not None or conversation.agent is None:
+        return
+    compact_stored_context(conversation, "threshold")
+
+
+def finish_turn(config: Config, end: TurnEnd) -> None:
+    """Store the notices and records of the compactions made inside the run (the `finish_turn` hook)."""
+    for compactor in end.built:
+        for result in compactor.results if isinstance(compactor, Compaction) else ():
+            if result.changed or result.failed:
+                notice = record_outcome(end.conversation_id, config, result, "run", end.run_id)
+                if notice is not None:
+                    end.show(notice)
+
+
+def after_turn(config: Config, end: TurnEnd) -> None:
+    """Queue the threshold compaction after a reply (the `after_turn` hook), so no user waits for it."""
+    if end.status == "succeeded":
+        compact_after_reply.delay(end.conversation_id)
+
+
 def build(config: Config, ctx: SkillContext) -> Compaction:
     spec = None
     if ctx.app is not None and (config.summarize_with is not None or config.summary_model):
@@ -287,4 +374,5 @@ def _agent_spec(ctx: SkillContext) -> ModelSpec | None:
 
 
 skill = Skill(name="compaction", title="Compaction", config=Config, build=build, description=__doc__.strip(),
+              finish_turn=finish_turn, after_turn=after_turn,
               gives_tools=False)

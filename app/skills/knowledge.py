@@ -106,9 +106,6 @@ class Knowledge(AbstractCapability[Any]):
         self.final = output
         return output
 
-    def holds_text(self) -> bool:
-        return True
-
     def review_output(self, text: str) -> tuple[str, dict[str, Any]]:
         """Remove citations not retrieved in this turn; with none left after searching, say so honestly."""
         answer = strip_invalid(self.final if self.final is not None else text, self.turn)
@@ -133,4 +130,13 @@ def build(config: Config, ctx: SkillContext) -> Knowledge:
     return Knowledge(config, ctx)
 
 
-skill = Skill(name="knowledge", title="Knowledge bases", config=Config, build=build, description=__doc__.strip())
+def check_answer(config: Config, built: list[Any], text: str) -> tuple[str, dict[str, Any]]:
+    """The `review_answer` hook: check the run's answer against the passages its searches retrieved."""
+    for item in built:
+        if isinstance(item, Knowledge):
+            return item.review_output(text)
+    return text, {}
+
+
+skill = Skill(name="knowledge", title="Knowledge bases", config=Config, build=build, description=__doc__.strip(),
+              review_answer=check_answer)

@@ -70,6 +70,16 @@ def allowed_models(agent: Agent | None) -> list[ModelConfig] | None:
     return list(found.values())
 
 
+def pick_model(config: Config, agent: Agent, conversation: Conversation) -> ModelConfig | None:
+    """Return the conversation's pick while the admin still allows it for this agent (the `pick_model` hook)."""
+    if not conversation.model_config_id:
+        return None
+    allowed = {model.id for model in allowed_models(agent) or []}
+    if conversation.model_config_id not in allowed:
+        return None
+    return db.session.get(ModelConfig, conversation.model_config_id)
+
+
 def picker_for(conversation: Conversation | None) -> Picker | None:
     """Return the dropdown of a conversation, or None when its agent offers no model picker."""
     agent = conversation.agent if conversation is not None else None
@@ -102,5 +112,5 @@ def choose_model(conversation: Conversation, raw: str) -> str | None:
     return None
 
 
-skill = Skill(name=NAME, title="Model picker", config=Config, build=build, gives_tools=False,
+skill = Skill(name=NAME, title="Model picker", config=Config, build=build, gives_tools=False, pick_model=pick_model,
               description="Let the user pick, in the chat, one of the models allowed for this agent.")

@@ -22,7 +22,7 @@ from app.extensions import db
 from app.models import Agent, Conversation, Message, User
 from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
-from app.runtime.execution import model_spec_for
+from app.runtime.model_choice import model_spec_for
 from app.runtime.skill import Skill, SkillContext
 
 # Keys of SkillContext.extras that travel down a chain of delegations.

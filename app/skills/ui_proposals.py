@@ -71,10 +71,6 @@ class UiProposals(AbstractCapability[Any]):
 
         return toolset
 
-    def holds_text(self) -> bool:
-        """Tell the runtime to show the answer only once it is checked."""
-        return True
-
     def review_output(self, text: str) -> tuple[str, dict[str, Any]]:
         """Return the checked answer and what the message's metadata keeps (the proposals)."""
         proposals = list(self.collector.proposals)
@@ -88,4 +84,14 @@ def build(config: Config, ctx: SkillContext) -> UiProposals | None:
     return UiProposals(ProposalCollector(declared), locale=ctx.extras.get("locale"), declared=declared)
 
 
-skill = Skill(name="ui_proposals", title="UI proposals", config=Config, build=build, description=__doc__.strip())
+def check_answer(config: Config, built: list[Any], text: str) -> tuple[str, dict[str, Any]]:
+    """Check the answer against the proposals the run made (the `review_answer` hook)."""
+    meta: dict[str, Any] = {}
+    for proposals in built:
+        text, found = proposals.review_output(text)
+        meta.update(found)
+    return text, meta
+
+
+skill = Skill(name="ui_proposals", title="UI proposals", config=Config, build=build, description=__doc__.strip(),
+              review_answer=check_answer)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from flask import Flask
 
+from app.tables import events
+from app.triggers.dispatch import on_table_event
+
 
 def init_app(app: Flask) -> None:
     """Listen to table events in this app."""
-    from app.tables import events
-    from app.triggers.dispatch import on_table_event
-
     events.subscribe(app, on_table_event)

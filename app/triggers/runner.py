@@ -18,6 +18,7 @@ from app.models import Conversation, Message, Run, Trigger, TriggerRun
 from app.models.base import utcnow
 from app.runtime import execution
 from app.runtime.prompts import clock_variables, render_prompt
+from app.tables.records import update_row
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,6 @@ def _fail(run: Run, error: str) -> Run:
 
 def _write_back(trigger: Trigger, row_id: int, conversation_id: int) -> None:
     """Store the run's conversation id in the row, without firing update triggers."""
-    from app.tables.records import update_row
-
     definition = trigger.table
     field = definition.field(trigger.write_back_field)
     if field is None or field.kind not in ("integer", "text"):

@@ -23,6 +23,7 @@ MESSAGES = {
     413: "The request is too large.",
     422: "Some fields need attention.",
     429: "Too many requests; wait a moment.",
+    503: "The server is busy; try again in a few seconds.",
     500: "Something went wrong on our side. The error has been logged.",
 }
 
@@ -41,7 +42,12 @@ def _csrf_error(error: CSRFError):
 def _http_error(error: HTTPException):
     # A description given to abort() says what happened; werkzeug's stock ones give way to ours.
     stock = error.description == type(error).description
-    return render_error(error.code or 500, None if stock and error.code in MESSAGES else error.description)
+    response = make_response(render_error(error.code or 500,
+                                          None if stock and error.code in MESSAGES else error.description))
+    retry_after = dict(error.get_headers()).get("Retry-After")  # 503 (busy) and 429 say when to try again
+    if retry_after:
+        response.headers["Retry-After"] = retry_after
+    return response
 
 
 def _unexpected(error: Exception):
@@ -72,5 +78,6 @@ def render_error(code: int, message: str | None = None):
 
 def _slug(code: int) -> str:
     slugs = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-             405: "method_not_allowed", 413: "too_large", 422: "invalid", 500: "server_error"}
+             405: "method_not_allowed", 413: "too_large", 422: "invalid", 500: "server_error",
+             503: "busy"}
     return slugs.get(code, "error")

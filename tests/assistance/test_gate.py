@@ -54,7 +54,7 @@ def test_with_the_assistant_off_every_gated_route_answers_feature_disabled(app):
         role = USER if USER in access.roles else ADMIN
         for method in methods_of(app, endpoint):
             anonymous = call(app, world.clients[ANONYMOUS], endpoint, method, access, world.objects[ANONYMOUS])
-            if not is_sign_in(anonymous):  # the gate tells a stranger nothing
+            if not is_sign_in(anonymous) and anonymous.status_code != 401:  # the gate tells strangers nothing
                 problems.append(f"{method} {endpoint} anonymous: {anonymous.status_code}")
             as_json = call(app, world.clients[role], endpoint, method, access, world.objects[role],
                            headers={"Accept": "application/json"})

@@ -29,8 +29,10 @@ def test_compact_command_shows_the_notice_and_keeps_the_transcript(page: Page, a
     page.get_by_role("button", name=re.compile(r"Chat with Bookkeeper")).click()
     expect(page).to_have_url(re.compile(r"/chat/\d+$"))
 
-    texts = (FIRST, "Also invoice INV-2026-002 for order #4472, due on 2026-12-15.",
-             "And INV-2026-003 for order #4473.")
+    # Long enough that a summary is shorter than what it replaces (a compaction that is not is a failure).
+    terms = " The customer asked for delivery before the end of the month, payment within thirty days." * 3
+    texts = (FIRST, "Also invoice INV-2026-002 for order #4472, due on 2026-12-15." + terms,
+             "And INV-2026-003 for order #4473." + terms)
     for count, text in enumerate(texts, start=1):
         send(page, text)
         # The answer has streamed in and replaced the live placeholder.

@@ -174,3 +174,22 @@ def test_a_plain_reason_is_kept():
     assert check_reason("  Cards fit a phone screen better.  ") == "Cards fit a phone screen better."
     with pytest.raises(ProposalRejected):
         check_reason(None)
+
+
+def test_the_answer_shows_a_card_per_proposal_with_accept_and_refuse(app, client, auth, scripted_model, orders):
+    script = Script([cards()], "I suggest cards.")
+    message, _events, _user = run_chat(app, client, auth, scripted_model, script, {"proposable": declared()})
+    page = client.get(f"/chat/{message.conversation_id}").text
+    [proposal] = message.meta["proposals"]
+    assert f'id="proposal-{proposal["id"]}"' in page and 'data-testid="proposal-accept"' in page
+    assert "You open this list on a phone most of the time." in page
+    assert '<code>"table"</code> → <code>"cards"</code>' in page
+
+
+def test_a_view_state_in_the_url_changes_the_list_for_this_page_only(app, client, auth, orders):
+    user_id = auth.login_as("user")
+    assert 'data-layout="cards"' in client.get("/data/orders?layout=cards").text
+    assert 'data-layout="table"' in client.get("/data/orders?layout=grid").text
+    assert 'data-layout="table"' in client.get("/data/orders").text
+    with app.app_context():
+        assert db.session.get(User, user_id).preferences == {}

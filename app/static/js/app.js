@@ -45,6 +45,42 @@
     }
   });
 
+  // Proposal cards: the client applies what the user accepts; the server never applies a proposal.
+  // A preference goes through the preferences API; a view state changes this page only.
+  function decide(card, text) {
+    card.querySelectorAll("button").forEach(function (button) { button.disabled = true; });
+    card.querySelector(".proposal-decision").textContent = text;
+    card.classList.add("decided");
+  }
+  function refreshRecords(layout) {
+    var records = document.getElementById("records");
+    if (!records || !window.htmx) return;
+    var url = new URL(window.location.href);
+    if (layout) url.searchParams.set("layout", layout);
+    htmx.ajax("GET", url.pathname + url.search, {target: "#records", select: "#records", swap: "outerHTML"});
+  }
+  document.addEventListener("click", function (event) {
+    var accept = event.target.closest("[data-proposal-accept]");
+    var refuse = event.target.closest("[data-proposal-refuse]");
+    var card = (accept || refuse) && (accept || refuse).closest("[data-proposal]");
+    if (!card) return;
+    if (refuse) { decide(card, "Refused."); return; }
+    var proposal = JSON.parse(card.getAttribute("data-proposal"));
+    if (proposal.kind === "preference") {
+      savePreference(proposal.target.namespace, proposal.target.key, proposal.proposed).then(function (response) {
+        if (!response.ok) { decide(card, "Could not apply it."); return; }
+        decide(card, "Accepted.");
+        if (proposal.target.namespace === "ui" && proposal.target.key === "defaultListLayout") refreshRecords();
+        if (proposal.target.namespace === "ui" && proposal.target.key === "theme") document.documentElement.dataset.theme = proposal.proposed;
+      });
+    } else if (proposal.target.view === "layout" && window.location.pathname === "/" + proposal.target.resource) {
+      decide(card, "Accepted for this page.");
+      refreshRecords(proposal.proposed);
+    } else {
+      decide(card, "Open " + proposal.target.resource + " to apply it.");
+    }
+  });
+
   // Skilldesk's own settings are preferences of the `ui` namespace (PATCH /api/me/preferences).
   function savePreference(namespace, key, value) {
     var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");

@@ -1,0 +1,83 @@
+"""The bodies of the conversation and message endpoints, as pydantic models (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from app.api.errors import ApiError
+from app.models import Conversation, Message
+
+# Metadata a client may read: never the run's extras, which hold the resolved page context.
+PUBLIC_META = ("status", "error", "proposals")
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class NewConversation(Body):
+    agent_id: int = Field(gt=0)
+    """The agent to chat with (one the user may use)."""
+    title: str | None = Field(None, max_length=200)
+    """A title; without one, the conversation gets one after its first answer."""
+
+
+class NewMessage(Body):
+    message: str = Field(min_length=1)
+    """The user's message (at most MAX_MESSAGE_CHARS characters)."""
+    context: dict[str, Any] | None = None
+    """`{"page": {...}}`, as for the htmx chat (docs/api.md, Page context)."""
+
+
+class AgentRun(Body):
+    thread_id: int = Field(gt=0)
+    """The conversation (the user's own) whose agent answers."""
+    message: str = Field(min_length=1)
+    """The user's message."""
+    context: dict[str, Any] | None = None
+    """`{"page": {...}}`, as for the base transport."""
+
+
+class ConversationOut(Body):
+    id: int
+    title: str | None
+    agent_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> ConversationOut:
+        return cls(id=conversation.id, title=conversation.title, agent_id=conversation.agent_id,
+                   created_at=conversation.created_at, updated_at=conversation.updated_at)
+
+
+class MessageOut(Body):
+    id: int
+    role: str
+    content: str
+    created_at: datetime
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, message: Message) -> MessageOut:
+        meta = message.meta or {}
+        return cls(id=message.id, role=message.role, content=message.content, created_at=message.created_at,
+                   metadata={key: meta[key] for key in PUBLIC_META if key in meta})
+
+
+def parse(model: type[Body], body: Any) -> Any:
+    """Validate a request body; a 422 VALIDATION_FAILED naming each field otherwise."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        fields = {".".join(str(p) for p in e["loc"]) or "body": e["msg"] for e in error.errors()}
+        raise ApiError(422, "Some fields need attention.", fields=fields) from None
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """Serialize a response model, camelCase, leaving unset optional fields out."""
+    return model.model_dump(mode="json", by_alias=True)

@@ -1,0 +1,156 @@
+"""The JSON API's conversations and messages, for a session or a personal token; behind the assistant switch.
+
+The base transport: sending a message runs the turn to its end, the answer checked like any other
+(the same agent, skills, policy and proposals as the htmx chat), then returns the assistant message
+with its proposals in `metadata`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
+from flask_login import current_user
+
+from app import api
+from app.api import agui
+from app.api.body import json_body
+from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConversation, NewMessage, dump, parse
+from app.api.errors import ApiError
+from app.assistance.context import ContextRejected, parse_context
+from app.chat import turns
+from app.chat.conversations import get_own_conversation, sidebar_query
+from app.chat.purge import purge_conversation
+from app.extensions import db
+from app.models import Agent, Message
+from app.runtime import events as run_events
+from app.runtime import execution
+
+bp = Blueprint("api_chat", __name__)
+api.init_blueprint(bp)
+MAX_PER_PAGE = 100
+
+
+def _page_args() -> tuple[int, int]:
+    page = request.args.get("page", 1, type=int)
+    per_page = request.args.get("perPage", 30, type=int)
+    if page < 1 or not 1 <= per_page <= MAX_PER_PAGE:
+        raise ApiError(422, f"page is 1 or more; perPage is 1 to {MAX_PER_PAGE}.",
+                       fields={"page": "1 or more", "perPage": f"1 to {MAX_PER_PAGE}"})
+    return page, per_page
+
+
+def _paged(select, out) -> Response:
+    page, per_page = _page_args()
+    rows = list(db.session.scalars(select.limit(per_page + 1).offset((page - 1) * per_page)))
+    return jsonify(data=[dump(out.of(row)) for row in rows[:per_page]],
+                   meta={"page": page, "perPage": per_page, "hasNext": len(rows) > per_page})
+
+
+def _no_guests() -> None:
+    if current_user.role == "guest":
+        raise ApiError(403, "Guests read what is shared with them; they start and continue no chat.")
+
+
+@bp.route("/conversations")
+def conversations_index():
+    """The user's conversations, newest first, paged (`?page=&perPage=`)."""
+    return _paged(sidebar_query(current_user.id), ConversationOut)
+
+
+@bp.route("/conversations", methods=["POST"])
+def conversations_create():
+    """Start a conversation with an agent the user may use."""
+    _no_guests()
+    body = parse(NewConversation, json_body())
+    agent = db.session.get(Agent, body.agent_id)
+    if agent is None or not agent.usable_by(current_user):
+        raise ApiError(422, "There is no agent with that id that you may use.", fields={"agentId": "unknown"})
+    conversation = turns.start_conversation(current_user, agent, title=body.title, source="api")
+    db.session.commit()
+    return jsonify(data=dump(ConversationOut.of(conversation))), 201
+
+
+@bp.route("/conversations/<int:conversation_id>")
+def conversations_show(conversation_id: int):
+    return jsonify(data=dump(ConversationOut.of(get_own_conversation(conversation_id))))
+
+
+@bp.route("/conversations/<int:conversation_id>", methods=["DELETE"])
+def conversations_delete(conversation_id: int):
+    """Delete a conversation and its content for good."""
+    purge_conversation(get_own_conversation(conversation_id))
+    db.session.commit()
+    return Response(status=204)
+
+
+@bp.route("/conversations/<int:conversation_id>/messages")
+def messages_index(conversation_id: int):
+    """The conversation's messages, oldest first, paged."""
+    conversation = get_own_conversation(conversation_id)
+    select = db.select(Message).where(Message.conversation_id == conversation.id).order_by(Message.id)
+    return _paged(select, MessageOut)
+
+
+@bp.route("/conversations/<int:conversation_id>/messages", methods=["POST"])
+def messages_create(conversation_id: int):
+    """Send a message and wait for the checked answer; 201 with the assistant message."""
+    conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
+    _no_guests()
+    run_id = _send(conversation, parse(NewMessage, json_body()))
+    try:
+        execution.wait(run_id, timeout=current_app.config.get("API_TURN_SECONDS", 120))
+    except concurrent.futures.TimeoutError:
+        return jsonify(data={"runId": run_id, "status": "running"}), 202
+    db.session.expire_all()
+    answer = db.session.scalar(db.select(Message).where(Message.run_id == run_id, Message.role == "assistant"))
+    return jsonify(data=dump(MessageOut.of(answer))), 201
+
+
+@bp.route("/agent", methods=["POST"])
+def agent():
+    """The AG-UI stream of the same turn as the base transport: `{threadId, message, context}`."""
+    body = parse(AgentRun, json_body())
+    conversation = get_own_conversation(body.thread_id, *turns.FOR_TURN)
+    _no_guests()
+    run_id = _send(conversation, NewMessage(message=body.message, context=body.context))
+    follow = agui_stream(current_app._get_current_object(), str(conversation.id), run_id)
+    return Response(stream_with_context(follow), mimetype="text/event-stream",
+                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _send(conversation, body: NewMessage) -> str:
+    """Check a message as every transport does, store it and start its run; return the run id."""
+    text, limit = body.message.strip(), current_app.config["MAX_MESSAGE_CHARS"]
+    if not text or len(text) > limit:
+        raise ApiError(422, f"Write a message of 1 to {limit:,} characters.", fields={"message": "length"})
+    if conversation.agent is None or not conversation.agent.usable_by(current_user):
+        raise ApiError(403, "You can no longer use this conversation's agent.")
+    try:
+        context = parse_context(body.context, current_user.role)
+    except ContextRejected as rejected:
+        raise ApiError(422, str(rejected), fields={rejected.field: "not allowed"}) from None
+    try:
+        _message, run = turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
+    except turns.RunInProgress:
+        raise ApiError(409, "Wait for the current answer before sending another message.", "RUN_IN_PROGRESS") from None
+    return run.id
+
+
+def agui_stream(app, thread_id: str, run_id: str):
+    """Follow the run's stored events and encode them in AG-UI, ending with the checked answer."""
+    yield agui.frame(agui.started(thread_id, run_id))
+    seq = 0
+    while True:
+        with app.app_context():
+            stored = run_events.events_after(run_id, seq)
+            end = next((e for e in stored if e.type == run_events.END), None)
+            frames = [agui.frame(item) for event in stored for item in agui.tool_events(event)]
+            if end is not None:
+                message = db.session.get(Message, (end.data or {}).get("message_id") or 0)
+                frames += [agui.frame(item) for item in agui.ending(thread_id, run_id, message)]
+            seq = stored[-1].seq if stored else seq
+        yield from frames
+        if end is not None:
+            return
+        run_events.wait_for_events(run_id, seq, run_events.recheck_seconds(app))

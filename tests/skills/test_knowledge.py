@@ -98,7 +98,8 @@ def test_a_role_without_access_finds_nothing(app, user_client, scripted_model, h
         db.session.get(KnowledgeBase, handbook).roles = ["admin"]
         db.session.commit()
     script = Script(SEARCH, "Answer")
-    run, message = chat_with(app, user_client, agent(app, scripted_model, script), "When?")
+    librarian = agent(app, scripted_model, script, knowledge_bases=["Handbook"])
+    run, message = chat_with(app, user_client, librarian, "When?")
     assert message.steps[0]["failed"] and "No knowledge base" in message.steps[0]["result"]
     with app.app_context():
         passage_id = db.session.scalars(db.select(KnowledgePassage.id)).first()

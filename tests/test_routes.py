@@ -193,6 +193,7 @@ ROUTES: dict[str, Access] = {
     "api.preferences_update": Access(),  # no body: 415
     "api.preferences_delete": Access(),  # no namespace: 422
     "api.capabilities": Access(MEMBERS),
+    "api.openapi": Access(public=True),  # the document of the API is no secret
     "api_chat.conversations_index": Access(),
     "api_chat.conversations_create": Access(MEMBERS),  # no body: 415
     "api_chat.conversations_show": Access(owner=True, args=CONVERSATION),

@@ -17,6 +17,7 @@ from app.api import agui
 from app.api.body import json_body
 from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConversation, NewMessage, dump, parse
 from app.api.errors import ApiError
+from app.api.openapi import ConversationData, ConversationPage, Error, MessageData, MessagePage, documented
 from app.assistance.context import ContextRejected, parse_context
 from app.chat import turns
 from app.chat.conversations import get_own_conversation, sidebar_query
@@ -53,12 +54,14 @@ def _no_guests() -> None:
 
 
 @bp.route("/conversations")
+@documented(tags=("conversations",), HTTP_200=ConversationPage)
 def conversations_index():
     """The user's conversations, newest first, paged (`?page=&perPage=`)."""
     return _paged(sidebar_query(current_user.id), ConversationOut)
 
 
 @bp.route("/conversations", methods=["POST"])
+@documented(json=NewConversation, tags=("conversations",), HTTP_201=ConversationData)
 def conversations_create():
     """Start a conversation with an agent the user may use."""
     _no_guests()
@@ -72,11 +75,13 @@ def conversations_create():
 
 
 @bp.route("/conversations/<int:conversation_id>")
+@documented(tags=("conversations",), HTTP_200=ConversationData)
 def conversations_show(conversation_id: int):
     return jsonify(data=dump(ConversationOut.of(get_own_conversation(conversation_id))))
 
 
 @bp.route("/conversations/<int:conversation_id>", methods=["DELETE"])
+@documented(tags=("conversations",), HTTP_204=None)
 def conversations_delete(conversation_id: int):
     """Delete a conversation and its content for good."""
     purge_conversation(get_own_conversation(conversation_id))
@@ -85,6 +90,7 @@ def conversations_delete(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages")
+@documented(tags=("messages",), HTTP_200=MessagePage)
 def messages_index(conversation_id: int):
     """The conversation's messages, oldest first, paged."""
     conversation = get_own_conversation(conversation_id)
@@ -93,6 +99,7 @@ def messages_index(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages", methods=["POST"])
+@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error)
 def messages_create(conversation_id: int):
     """Send a message and wait for the checked answer; 201 with the assistant message."""
     conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
@@ -108,6 +115,7 @@ def messages_create(conversation_id: int):
 
 
 @bp.route("/agent", methods=["POST"])
+@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error)
 def agent():
     """The AG-UI stream of the same turn as the base transport: `{threadId, message, context}`."""
     body = parse(AgentRun, json_body())

@@ -15,7 +15,7 @@ from app.web import navigation
 from app.web.security import admin_required, member_required
 
 bp = Blueprint("knowledge", __name__)
-bp.record_once(lambda _state: navigation.add("Knowledge", "knowledge.index", ("admin",)))
+bp.record_once(lambda state: navigation.add(state.app, "Knowledge", "knowledge.index", ("admin",)))
 
 
 def _kb(kb_id: int) -> KnowledgeBase:

@@ -31,11 +31,9 @@ from app.tables.schema import (
     get_table,
     remove_field,
 )
-from app.web import navigation
 from app.web.security import admin_required
 
 bp = Blueprint("tables_admin", __name__)
-navigation.add("Tables", "tables_admin.index", ("admin",))
 
 
 def get_definition(name: str) -> DataTable:

@@ -10,12 +10,9 @@ from app.models import Agent, DataTable, Run, Trigger, TriggerRun, User
 from app.models.tables import new_hook_token
 from app.triggers.forms import TriggerForm
 from app.triggers.schedules import next_time
-from app.web import navigation
 from app.web.security import admin_required
 
 bp = Blueprint("triggers_admin", __name__)
-navigation.add("Triggers", "triggers_admin.index", ("admin",))
-navigation.add("Runs", "runs.index", ("admin",))
 
 RECENT_RUNS = 10
 

@@ -33,6 +33,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.preload_data",
     "app.skills.compaction",
     "app.skills.ui_proposals",
+    "app.skills.workspace",
     "app.skills.tool_routing",
     "app.skills.knowledge",
 )

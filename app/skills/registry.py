@@ -35,6 +35,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.ui_proposals",
     "app.skills.workspace",
     "app.skills.tool_routing",
+    "app.skills.action_memory",
     "app.skills.knowledge",
 )
 

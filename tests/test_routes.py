@@ -200,6 +200,7 @@ ROUTES: dict[str, Access] = {
     "api_chat.messages_index": Access(owner=True, args=CONVERSATION),
     "api_chat.messages_create": Access(MEMBERS, owner=True, args=CONVERSATION),  # no body: 415
     "api_chat.conversations_delete": Access(owner=True, args=CONVERSATION, changes=True),
+    "api_chat.agent_resume": Access(owner=True, args=RUN),
     "api_chat.agent": Access(),  # no body: 415 (a guest's valid body gets 403, see test_agui_stream.py)
     "assistant_admin.show": Access(ADMINS),
     "assistant_admin.update": Access(ADMINS, data={"enabled": "y"}),

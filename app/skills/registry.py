@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 
 from flask import Flask, current_app
 
-from app.runtime.skill import Skill
+from app.runtime.contract import Skill
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,12 @@ from pathlib import Path
 from flask import Flask
 
 
-def create_app(config: dict | None = None) -> Flask:
-    """Build the app: defaults, SKILLDESK_* variables, test overrides, extensions, blueprints, skills."""
+def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
+    """Build the app: defaults, SKILLDESK_* variables, test overrides, extensions, areas, blueprints, skills.
+
+    `views=False` leaves the blueprints out, for a process that serves no page (nothing the areas need
+    depends on a blueprint having been imported).
+    """
     app = Flask(__name__, instance_relative_config=True)
 
     # The factory imports the app's parts here, not at the top, so that importing one module of the
@@ -44,9 +48,10 @@ def create_app(config: dict | None = None) -> Flask:
     knowledge.init_app(app)
     triggers.init_app(app)
 
-    from app.blueprints import register_blueprints
+    if views:
+        from app.blueprints import register_blueprints
 
-    register_blueprints(app)
+        register_blueprints(app)
 
     from app import cli, skills
     from app.runtime import execution

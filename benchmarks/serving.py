@@ -48,7 +48,6 @@ EMAIL = "bench@example.org"
 SEQUENTIAL_TURNS = 100
 CONCURRENT = (50, 200)
 TICKS = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 # --- processes ---------------------------------------------------------------------------------------
@@ -86,14 +85,15 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def rss_mib(pids: list[int]) -> float:
-    """Resident memory of process trees, in MiB."""
-    total = 0
+    """Memory of process trees, in MiB: the proportional set size, so pages a fork shares count once."""
+    total_kib = 0
     for member in (member for pid in pids for member in process_tree(pid)):
         try:
-            total += int(Path(f"/proc/{member}/statm").read_text().split()[1])
+            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
         except OSError:
             continue
-    return total * PAGE / 2**20
+        total_kib += int(re.search(r"^Pss:\s+(\d+) kB", rollup, re.M).group(1))
+    return total_kib / 1024
 
 
 @dataclass

@@ -21,6 +21,8 @@ OUT_OF_RANGE = (PAST_POSTGRESQL, PAST_SQLITE, HUGE)
 NOT_INTEGERS = ("abc", "-1", "1.5", "0x10", "%20")
 # Integers read from query strings, forms and headers besides the ids named in routes.
 QUERY_NUMBERS = ("page", "per_page", "before", "after", "tries")
+# Ids that forms choose from a list (SelectField(coerce=int)) under names no route uses.
+FORM_IDS = ("table_id", "link_table", "run_as_id", "assistant_agent_id", "model_config_id")
 
 
 def integer_arguments(app) -> dict[str, set[str]]:
@@ -94,7 +96,7 @@ def test_the_largest_id_reaches_the_database_and_is_404(app, world):
 @pytest.mark.parametrize("bad", [PAST_POSTGRESQL, PAST_SQLITE, HUGE, "-5", "abc"])
 def test_integer_arguments_out_of_range_never_fail(app, world, bad):
     """Every route, as a user and as an admin, with every integer argument out of range: no 5xx."""
-    names = id_names(app) | set(QUERY_NUMBERS)
+    names = id_names(app) | set(QUERY_NUMBERS) | set(FORM_IDS)
     problems: list[str] = []
     for endpoint, access in ROUTES.items():
         for role in (USER, ADMIN):

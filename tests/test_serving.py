@@ -170,3 +170,26 @@ def test_a_stream_whose_client_went_away_gives_its_thread_back_while_the_run_goe
             execution.wait(run_id)
         server.shutdown()
         server.server_close()
+
+
+def test_a_turn_reuses_the_history_the_last_one_stored_but_never_a_changed_one(app, client, auth, scripted_model):
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from app.models import Conversation
+
+    seen: list[int] = []
+
+    async def model(messages, info):
+        seen.append(len(messages))
+        yield "ok"
+
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, model))
+    send(app, client, conversation_id, "One")
+    send(app, client, conversation_id, "Two")
+    assert seen == [1, 3]  # the second turn got the first one's question and answer
+    with app.app_context():  # the context changes outside a run (as /compact or a clearing does)
+        db.session.get(Conversation, conversation_id).model_context = ModelMessagesTypeAdapter.dump_json([]).decode()
+        db.session.commit()
+    send(app, client, conversation_id, "Three")
+    assert seen == [1, 3, 1]

@@ -62,6 +62,14 @@ def load_user(token: str) -> User | None:
     return user
 
 
+def is_live(token: str) -> bool:
+    """Tell whether the session with this token still signs its user in (for open streams)."""
+    return db.session.scalar(
+        db.select(UserSession.id).join(User, User.id == UserSession.user_id).where(
+            UserSession.token_hash == _hash(token), UserSession.generation == User.session_generation,
+            User.active.is_(True))) is not None
+
+
 def session_identifier() -> str:
     """Flask-Login's "strong" protection identifier, from the peer address and the user agent.
 

@@ -33,6 +33,15 @@ class NewMessage(Body):
     """`{"page": {...}}`, as for the htmx chat (docs/api.md, Page context)."""
 
 
+class AgentRun(Body):
+    thread_id: int = Field(gt=0)
+    """The conversation (the user's own) whose agent answers."""
+    message: str = Field(min_length=1)
+    """The user's message."""
+    context: dict[str, Any] | None = None
+    """`{"page": {...}}`, as for the base transport."""
+
+
 class ConversationOut(Body):
     id: int
     title: str | None

@@ -1,8 +1,10 @@
-"""One blueprint per area."""
+"""One blueprint per area, registered with its navigation entries (in the top bar's order)."""
 
 from __future__ import annotations
 
 from flask import Flask
+
+from app.web import navigation
 
 
 def register_blueprints(app: Flask) -> None:
@@ -22,15 +24,18 @@ def register_blueprints(app: Flask) -> None:
     from app.blueprints import credentials, model_picker
 
     app.register_blueprint(credentials.bp, url_prefix="/credentials")
+    navigation.add(app, "Credentials", "credentials.index", ("admin", "user"))
     app.register_blueprint(model_picker.bp, url_prefix="/chat")
 
     from app.blueprints import memories
 
     app.register_blueprint(memories.bp, url_prefix="/memories")
+    navigation.add(app, "Memories", "memories.index", ("admin", "user"))
 
     from app.blueprints import approvals
 
     app.register_blueprint(approvals.bp, url_prefix="/approvals")
+    navigation.add(app, "Approvals", "approvals.index", ("admin",))
 
     from app.blueprints import data, hooks, tables_admin, triggers_admin
 
@@ -38,6 +43,10 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(hooks.bp, url_prefix="/hooks")
     app.register_blueprint(tables_admin.bp, url_prefix="/admin/tables")
     app.register_blueprint(triggers_admin.bp, url_prefix="/admin/triggers")
+    navigation.add(app, "Data", "data.tables")
+    navigation.add(app, "Tables", "tables_admin.index", ("admin",))
+    navigation.add(app, "Triggers", "triggers_admin.index", ("admin",))
+    navigation.add(app, "Runs", "runs.index", ("admin",))
 
     from app import api as api_plumbing
     from app.blueprints import api, api_chat, assistant_admin, tokens
@@ -47,4 +56,9 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(api.bp, url_prefix="/api")
     app.register_blueprint(api_chat.bp, url_prefix="/api")
     app.register_blueprint(assistant_admin.bp, url_prefix="/admin/assistant")
+    navigation.add(app, "Assistant", "assistant_admin.show", ("admin",))
     app.register_blueprint(tokens.bp, url_prefix="/account/tokens")
+
+    from app.blueprints import knowledge
+
+    app.register_blueprint(knowledge.bp)

@@ -8,21 +8,25 @@ from flask_login import current_user
 from app import api
 from app.api.body import json_body
 from app.api.errors import ApiError
+from app.api.openapi import CapabilitiesData, Preferences, PreferencesData, documented, spec
 from app.assistance.capabilities import capabilities_of
 from app.assistance.preferences import PreferenceError, delete_preferences, preferences_of, update_preferences
 from app.extensions import db
+from app.web.security import public
 
 bp = Blueprint("api", __name__)
 api.init_blueprint(bp)
 
 
 @bp.route("/me/preferences")
+@documented(tags=("preferences",), HTTP_200=PreferencesData)
 def preferences_show():
     """Return the user's preferences, by namespace."""
     return jsonify(data=preferences_of(current_user))
 
 
 @bp.route("/me/preferences", methods=["PATCH"])
+@documented(json=Preferences, tags=("preferences",), HTTP_200=PreferencesData)
 def preferences_update():
     """Merge `{namespace: {key: value}}` into the preferences; null removes a key."""
     try:
@@ -34,6 +38,7 @@ def preferences_update():
 
 
 @bp.route("/me/preferences", methods=["DELETE"])
+@documented(tags=("preferences",), HTTP_200=PreferencesData)
 def preferences_delete():
     """Remove `?namespace=` (all its keys) or one `?namespace=&key=`."""
     namespace = request.args.get("namespace")
@@ -46,8 +51,16 @@ def preferences_delete():
 
 
 @bp.route("/assistant/capabilities")
+@documented(tags=("assistant",), HTTP_200=CapabilitiesData)
 def capabilities():
     """Say what the assistant offers this user; not behind the switch, so a client learns it is off."""
     if current_user.role == "guest":
         abort(403)
     return jsonify(data=capabilities_of(current_user))
+
+
+@bp.route("/openapi.json")
+@public
+def openapi():
+    """The OpenAPI 3.1 document of this API, generated from the views' models."""
+    return jsonify(spec.spec)

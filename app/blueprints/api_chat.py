@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import concurrent.futures
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
 from flask_login import current_user
 
 from app import api
+from app.api import agui
 from app.api.body import json_body
-from app.api.chat_models import ConversationOut, MessageOut, NewConversation, NewMessage, dump, parse
+from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConversation, NewMessage, dump, parse
 from app.api.errors import ApiError
+from app.api.openapi import ConversationData, ConversationPage, Error, MessageData, MessagePage, documented
 from app.assistance.context import ContextRejected, parse_context
 from app.chat import turns
 from app.chat.conversations import get_own_conversation, sidebar_query
 from app.chat.purge import purge_conversation
 from app.extensions import db
-from app.models import Agent, Message
+from app.models import Agent, Conversation, Message, Run
+from app.models.chat import ACTIVE_STATUSES
+from app.runtime import events as run_events
 from app.runtime import execution
 
 bp = Blueprint("api_chat", __name__)
@@ -51,12 +55,14 @@ def _no_guests() -> None:
 
 
 @bp.route("/conversations")
+@documented(tags=("conversations",), HTTP_200=ConversationPage)
 def conversations_index():
     """The user's conversations, newest first, paged (`?page=&perPage=`)."""
     return _paged(sidebar_query(current_user.id), ConversationOut)
 
 
 @bp.route("/conversations", methods=["POST"])
+@documented(json=NewConversation, tags=("conversations",), HTTP_201=ConversationData)
 def conversations_create():
     """Start a conversation with an agent the user may use."""
     _no_guests()
@@ -70,11 +76,13 @@ def conversations_create():
 
 
 @bp.route("/conversations/<int:conversation_id>")
+@documented(tags=("conversations",), HTTP_200=ConversationData)
 def conversations_show(conversation_id: int):
     return jsonify(data=dump(ConversationOut.of(get_own_conversation(conversation_id))))
 
 
 @bp.route("/conversations/<int:conversation_id>", methods=["DELETE"])
+@documented(tags=("conversations",), HTTP_204=None)
 def conversations_delete(conversation_id: int):
     """Delete a conversation and its content for good."""
     purge_conversation(get_own_conversation(conversation_id))
@@ -83,6 +91,7 @@ def conversations_delete(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages")
+@documented(tags=("messages",), HTTP_200=MessagePage)
 def messages_index(conversation_id: int):
     """The conversation's messages, oldest first, paged."""
     conversation = get_own_conversation(conversation_id)
@@ -91,11 +100,36 @@ def messages_index(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages", methods=["POST"])
+@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error)
 def messages_create(conversation_id: int):
     """Send a message and wait for the checked answer; 201 with the assistant message."""
     conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
     _no_guests()
-    body = parse(NewMessage, json_body())
+    run_id = _send(conversation, parse(NewMessage, json_body()))
+    try:
+        execution.wait(run_id, timeout=current_app.config.get("API_TURN_SECONDS", 120))
+    except concurrent.futures.TimeoutError:
+        return jsonify(data={"runId": run_id, "status": "running"}), 202
+    db.session.expire_all()
+    answer = db.session.scalar(db.select(Message).where(Message.run_id == run_id, Message.role == "assistant"))
+    return jsonify(data=dump(MessageOut.of(answer))), 201
+
+
+@bp.route("/agent", methods=["POST"])
+@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error)
+def agent():
+    """The AG-UI stream of the same turn as the base transport: `{threadId, message, context}`."""
+    body = parse(AgentRun, json_body())
+    conversation = get_own_conversation(body.thread_id, *turns.FOR_TURN)
+    _no_guests()
+    run_id = _send(conversation, NewMessage(message=body.message, context=body.context))
+    follow = agui_stream(current_app._get_current_object(), str(conversation.id), run_id)
+    return Response(stream_with_context(follow), mimetype="text/event-stream",
+                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _send(conversation, body: NewMessage) -> str:
+    """Check a message as every transport does, store it and start its run; return the run id."""
     text, limit = body.message.strip(), current_app.config["MAX_MESSAGE_CHARS"]
     if not text or len(text) > limit:
         raise ApiError(422, f"Write a message of 1 to {limit:,} characters.", fields={"message": "length"})
@@ -109,11 +143,40 @@ def messages_create(conversation_id: int):
         _message, run = turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:
         raise ApiError(409, "Wait for the current answer before sending another message.", "RUN_IN_PROGRESS") from None
-    run_id = run.id
-    try:
-        execution.wait(run_id, timeout=current_app.config.get("API_TURN_SECONDS", 120))
-    except concurrent.futures.TimeoutError:
-        return jsonify(data={"runId": run_id, "status": "running"}), 202
-    db.session.expire_all()
-    answer = db.session.scalar(db.select(Message).where(Message.run_id == run_id, Message.role == "assistant"))
-    return jsonify(data=dump(MessageOut.of(answer))), 201
+    return run.id
+
+
+@bp.route("/agent/<run_id>")
+@documented(tags=("stream",), HTTP_200=None)
+def agent_resume(run_id: str):
+    """Resume the AG-UI stream of one of the user's runs after a sequence number (`Last-Event-ID` or `?after=`)."""
+    run = db.session.scalar(db.select(Run).join(Run.conversation).where(
+        Run.id == run_id, Run.user_id == current_user.id, Conversation.deleted_at.is_(None)))
+    if run is None:
+        raise ApiError(404, "There is no such run of yours.")
+    after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
+    follow = agui_stream(current_app._get_current_object(), str(run.conversation_id), run.id, after)
+    return Response(stream_with_context(follow), mimetype="text/event-stream",
+                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def agui_stream(app, thread_id: str, run_id: str, after: int = 0):
+    """Follow the run's stored events after `after` and encode them in AG-UI, ending with the checked answer."""
+    if after <= 0:
+        yield agui.frame(agui.started(thread_id, run_id), 0)
+    seq = max(after, 0)
+    while True:
+        with app.app_context():
+            stored = run_events.events_after(run_id, seq)
+            end = next((e for e in stored if e.type == run_events.END), None)
+            frames = [agui.frame(item, event.seq) for event in stored for item in agui.tool_events(event)]
+            if end is not None:
+                message = db.session.get(Message, (end.data or {}).get("message_id") or 0)
+                frames += [agui.frame(item, end.seq) for item in agui.ending(thread_id, run_id, message)]
+            seq = stored[-1].seq if stored else seq
+            # Past the end already (a client resuming after it), or the run went with its conversation.
+            status = db.session.scalar(db.select(Run.status).where(Run.id == run_id)) if not stored else None
+        yield from frames
+        if end is not None or (not stored and status not in ACTIVE_STATUSES):
+            return
+        run_events.wait_for_events(run_id, seq, run_events.recheck_seconds(app))

@@ -7,11 +7,9 @@ from flask import Blueprint, flash, redirect, render_template, url_for
 from app.assistance.forms import AssistantSettingsForm
 from app.assistance.gate import assistant_enabled, set_assistant_enabled
 from app.extensions import db
-from app.web import navigation
 from app.web.security import admin_required
 
 bp = Blueprint("assistant_admin", __name__)
-navigation.add("Assistant", "assistant_admin.show", roles=("admin",))
 
 
 @bp.route("/")

@@ -9,6 +9,7 @@ from app.assistance.context import ContextRejected, parse_context_text
 from app.chat import conversations, turns
 from app.chat.compaction import parse_command
 from app.chat.conversations import export_json, export_markdown, get_own_conversation, transcript
+from app.chat.pages import render_chat, sidebar_page
 from app.chat.purge import purge_conversation
 from app.extensions import db
 from app.models import Agent, Conversation, Message
@@ -25,20 +26,6 @@ def usable_agents() -> list[Agent]:
     """Return the agents the signed-in user may chat with."""
     agents = db.session.scalars(db.select(Agent).order_by(Agent.name))
     return [agent for agent in agents if agent.usable_by(current_user)]
-
-
-def sidebar_page(page: int = 1, search: str = "") -> conversations.SidebarPage:
-    """Return a page of the signed-in user's sidebar."""
-    return conversations.sidebar_page(current_user.id, search, page, current_app.config["SIDEBAR_PAGE_SIZE"])
-
-
-def render_chat(conversation: Conversation, **context) -> str:
-    """Render a conversation's page: its latest messages (older ones load on demand), its run, the sidebar."""
-    run = turns.active_run(conversation)
-    page = conversations.transcript_page(conversation, size=current_app.config["TRANSCRIPT_PAGE_SIZE"],
-                                         streaming_run=run.id if run else None)
-    return render_template("chat/show.html", conversation=conversation, page=page, run=run,
-                           sidebar=sidebar_page(), search="", **context)
 
 
 @bp.route("/")

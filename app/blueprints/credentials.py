@@ -8,11 +8,9 @@ from flask_login import current_user
 from app.extensions import db
 from app.guards.credentials import MAX_VALUE_CHARS, check_name, save_credential, user_credentials
 from app.models.credentials import Credential
-from app.web import navigation
 from app.web.security import member_required
 
 bp = Blueprint("credentials", __name__)
-bp.record_once(lambda _state: navigation.add("Credentials", "credentials.index", ("admin", "user")))
 
 
 def get_own_credential(credential_id: int) -> Credential:

@@ -17,11 +17,9 @@ from app.tables.fields import KINDS, display, form_value
 from app.tables.permissions import allowed, readable_tables
 from app.tables.records import OPERATORS, delete_row, form_data, get_row, insert_row, update_row, validate
 from app.tables.schema import get_table
-from app.web import navigation
 from app.web.htmx import is_htmx
 
 bp = Blueprint("data", __name__)
-navigation.add("Data", "data.tables")
 
 WAIT = "Wait for the current answer before sending another message."
 

@@ -8,12 +8,10 @@ from flask_login import current_user
 from app.extensions import db
 from app.knowledge.memories import PAGE_SIZE, clean_text, forget, memories_of, text_error, update_memory
 from app.models import Memory
-from app.web import navigation
 from app.web.htmx import is_htmx
 from app.web.security import member_required
 
 bp = Blueprint("memories", __name__)
-bp.record_once(lambda _state: navigation.add("Memories", "memories.index", ("admin", "user")))
 
 
 def get_own_memory(memory_id: int) -> Memory:

@@ -5,14 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.blueprints.chat import render_chat
 from app.chat.conversations import get_own_conversation
+from app.chat.pages import render_chat
 from app.extensions import db
-from app.skills.model_picker import choose_model, picker_for
+from app.skills.model_picker import choose_model
 from app.web.htmx import is_htmx
 
 bp = Blueprint("model_picker", __name__)
-bp.add_app_template_global(picker_for, "model_picker")
 
 
 @bp.route("/<int:conversation_id>/model", methods=["POST"])

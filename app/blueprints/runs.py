@@ -10,6 +10,7 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 from flask_login import current_user
 from sqlalchemy.orm import contains_eager
 
+from app.accounts import sessions
 from app.chat.stream import encode_html, sse
 from app.extensions import db
 from app.models import Conversation, Message, Run, User
@@ -53,7 +54,8 @@ def events(run_id: str):
     after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
     app = current_app._get_current_object()
     release = capacity.take_stream(app)  # 503 with Retry-After when this process streams all it can
-    follow = _follow(app, run.id, current_user.id, after, _client_socket(), release)
+    session_token = getattr(current_user, "session_token", None)  # signing out ends the stream too
+    follow = _follow(app, run.id, (current_user.id, session_token), after, _client_socket(), release)
     response = Response(stream_with_context(follow), mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     response.call_on_close(release)  # also when the stream never started
@@ -78,7 +80,7 @@ def _client_gone(sock: socket.socket | None) -> bool:
         return True
 
 
-def _follow(app, run_id: str, user_id: int, after: int, client=None, release=None):
+def _follow(app, run_id: str, viewer: tuple[int, str | None], after: int, client=None, release=None):
     """Replay stored events after `after`, then follow live ones until the run ends.
 
     No database connection is held while the client reads or while the follower waits: each read
@@ -87,13 +89,13 @@ def _follow(app, run_id: str, user_id: int, after: int, client=None, release=Non
     within a recheck interval, not when the run ends.
     """
     try:
-        yield from _follow_events(app, run_id, user_id, after, client)
+        yield from _follow_events(app, run_id, viewer, after, client)
     finally:
         if release is not None:
             release()
 
 
-def _follow_events(app, run_id: str, user_id: int, after: int, client):
+def _follow_events(app, run_id: str, viewer: tuple[int, str | None], after: int, client):
     last_sent = checked = time.monotonic()  # the request checked access a moment ago
     ended = woken = sent = False
     while True:
@@ -114,7 +116,7 @@ def _follow_events(app, run_id: str, user_id: int, after: int, client):
             # A new event was stored in this process: read it at once; access is re-checked every second.
             woken = False
             continue
-        allowed, ended = _state(run_id, user_id)
+        allowed, ended = _state(run_id, viewer)
         db.session.remove()
         checked = time.monotonic()
         if not allowed:
@@ -132,9 +134,12 @@ def _follow_events(app, run_id: str, user_id: int, after: int, client):
         woken = run_events.wait_for_events(run_id, after, run_events.recheck_seconds(app))
 
 
-def _state(run_id: str, user_id: int) -> tuple[bool, bool]:
+def _state(run_id: str, viewer: tuple[int, str | None]) -> tuple[bool, bool]:
     """Return (the user may still follow the run, the run has ended)."""
-    # A deleted account, a deactivated one or a deleted conversation ends the stream too.
+    # A deleted account, a deactivated one, an ended session or a deleted conversation ends the stream too.
+    user_id, session_token = viewer
+    if session_token is not None and not sessions.is_live(session_token):
+        return False, True
     row = db.session.execute(
         db.select(User.active, Conversation.deleted_at, Run.status).join(Run, Run.user_id == User.id)
         .join(Conversation, Conversation.id == Run.conversation_id)

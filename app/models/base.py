@@ -11,6 +11,14 @@ ID_MAX = 2**31 - 1
 """The largest id a row can have: ids are `integer` columns, 32-bit on PostgreSQL (wider on SQLite)."""
 
 
+def bounded_int(value) -> int:
+    """Parse a whole number from 0 to ID_MAX; raise ValueError for anything else (ids, pages, event numbers)."""
+    number = int(value)
+    if not 0 <= number <= ID_MAX:
+        raise ValueError(f"{number} is outside 0..{ID_MAX}")
+    return number
+
+
 def utcnow() -> datetime:
     """Return the current time, timezone-aware, in UTC."""
     return datetime.now(UTC)

@@ -20,7 +20,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from app.models import Agent, User
 from app.runtime.deferred import standing_approvals
 from app.runtime.providers import ModelSpec, build_model
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.skill import Skill, SkillContext, _tool_names
 
 _templates = SandboxedEnvironment(autoescape=False)
 
@@ -99,6 +99,16 @@ def check_instructions(template: str) -> str | None:
     return None
 
 
+def _register_groups(context: SkillContext, skill: Skill, items: list[Any]) -> None:
+    """Note the skill's tool groups and the default group of each tool it built (for the Tool routing skill)."""
+    groups = skill.groups()
+    for group in groups:
+        context.tool_groups.setdefault(group.name, group)
+    for item in items:
+        for name in _tool_names(item):
+            context.group_of_tool.setdefault(name, groups[0].name)
+
+
 def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: int | None,
                 run_id: str | None, extras: dict[str, Any] | None = None,
                 announce: Callable[[str, dict[str, Any]], None] | None = None) -> BuiltAgent:
@@ -119,6 +129,7 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
         if skill is None:
             raise LookupError(f"The agent uses the skill {entry.get('name')!r}, which is not installed.")
         items = skill.built(entry.get("config"), context)
+        _register_groups(context, skill, items)
         built_skills.append((skill, skill.parse(entry.get("config")), items))
         for item in items:
             (toolsets if isinstance(item, AbstractToolset) else capabilities).append(item)

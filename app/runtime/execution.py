@@ -34,12 +34,12 @@ from app.extensions import db
 from app.guards.outbound import OutboundRefused
 from app.models import Agent, Conversation, Message, Run, RunEvent, User
 from app.models.base import utcnow
-from app.runtime import deferred, loop
+from app.runtime import deferred, history, loop
 from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.history import load_history
 from app.runtime.model_choice import model_spec_for
-from app.runtime.outcome import Outcome, count_usage, review_output, translate, usage_from_messages
+from app.runtime.outcome import Outcome, answer_meta, count_usage, review_output, translate, usage_from_messages
 from app.runtime.providers import ModelUnavailable
 from app.runtime.skill import TurnEnd
 from app.runtime.titles import generate_title
@@ -295,6 +295,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         .values(updated_at=utcnow(), **({"model_context": context} if context else {}))
         .returning(Conversation.title).execution_options(synchronize_session=False)).first()
     kept = row is not None
+    if kept and context:  # matched on the stored text: a context changed since is parsed again
+        history.keep(turn.conversation_id, context, outcome.messages)
     if not kept:
         if db.session.get(Conversation, turn.conversation_id) is None:
             return False  # deleted with its user while running (the run went with it): nothing to keep
@@ -304,6 +306,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
     if kept:
         review_output(outcome, writer)
+        answer_meta(outcome)
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error

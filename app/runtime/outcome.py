@@ -85,6 +85,13 @@ def review_output(outcome: Outcome, writer: EventWriter) -> None:
     outcome.text = [text]
 
 
+def answer_meta(outcome: Outcome) -> None:
+    """Add what the skills' `answer_meta` hooks keep to the answer's metadata (e.g. the action memory)."""
+    for skill, config, built in outcome.skills:
+        if skill.answer_meta is not None and built:
+            outcome.meta.update(skill.answer_meta(config, built))
+
+
 def step_result(part: Any) -> tuple[str, bool]:
     """Return a tool result's text and whether its step failed, by the one rule for every tool.
 

@@ -1,6 +1,8 @@
 """The contract between the runtime and a skill: what a skill is given (`SkillContext`), what it is (`Skill`),
 and the hooks through which the runtime asks it at the points of a turn (`pick_model`, `finish_turn`,
-`after_turn`). The runtime knows no particular skill: it loops over the agent's skills and calls the
+`after_turn`, `review_answer`, `answer_meta`). A skill's tools belong to tool groups (`ToolGroup`,
+declared with `tool_groups`): the Tool routing skill loads or defers them by group and hides those the
+user may not use. The runtime knows no particular skill: it loops over the agent's skills and calls the
 hooks they set. Built-in skills and those of installed packages take the same path.
 """
 
@@ -41,6 +43,10 @@ class SkillContext:
     # Stores a run event for the page to show at once (`NOTICE` with a message id, `HEADER`), see
     # app/chat/stream.py. None outside a run (the editor's preview).
     announce: Callable[[str, dict[str, Any]], None] | None = None
+    # Filled by the builder while it builds the agent's skills: every tool group by name, and the
+    # group of each tool known before the run (a tool's `group` metadata overrides it).
+    tool_groups: dict[str, ToolGroup] = field(default_factory=dict)
+    group_of_tool: dict[str, str] = field(default_factory=dict)
 
     def tell_page(self, type_: str, data: dict[str, Any]) -> None:
         """Show a change this tool made (a notice, the header) on the chat page now, through the run's stream."""
@@ -52,6 +58,31 @@ class SkillContext:
         """Push a fresh app context (and so a fresh database session) for a tool call."""
         with self.app.app_context():
             yield
+
+
+def _anyone(_ctx: SkillContext) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class ToolGroup:
+    """A named set of tools (a skill's, or some of them) and who may use them.
+
+    A tool joins a group by its metadata (`metadata={"group": name}`), else it is in its skill's first
+    declared group, else in a group named after its skill that anyone may use.
+    """
+
+    name: str
+    title: str = ""
+    # `can_use(ctx)` tells whether the run's user may use the group's tools (ctx: the SkillContext).
+    can_use: Callable[[SkillContext], bool] = _anyone
+
+
+# Tool metadata keys every skill may set on its tools (`toolset.tool(metadata={...})`):
+GROUP_KEY = "group"  # the name of the tool's ToolGroup
+MUTATES_KEY = "mutates"  # True when the tool changes stored state (action memory, completion evidence)
+# ToolReturn metadata key of a result that only routed a call (no change, never evidence).
+ROUTING_ONLY_KEY = "routing_only"
 
 
 @dataclass
@@ -98,6 +129,11 @@ class Skill:
     # (the text to store, what the message's metadata keeps). While a skill that built something for the
     # run has this hook, the answer is held back and shown once checked.
     review_answer: Callable[[Any, list[Built], str], tuple[str, dict[str, Any]]] | None = None
+    # `answer_meta(config, built)` returns what the answer's metadata keeps for this skill (e.g. the
+    # action memory's ledger), without holding the answer back. Called as the turn is stored.
+    answer_meta: Callable[[Any, list[Built]], dict[str, Any]] | None = None
+    # The tool groups the skill's tools belong to (the first is the default of its tools).
+    tool_groups: tuple[ToolGroup, ...] = ()
 
     def parse(self, settings: dict[str, Any] | None) -> BaseModel:
         """Validate stored or submitted settings with the skill's Config."""
@@ -111,6 +147,10 @@ class Skill:
         if isinstance(result, AbstractCapability | AbstractToolset):
             return [result]
         return list(result)
+
+    def groups(self) -> tuple[ToolGroup, ...]:
+        """Return the skill's tool groups: those it declares, else one named after it that anyone may use."""
+        return self.tool_groups or (ToolGroup(self.name, self.title),)
 
     def tool_names(self, settings: dict[str, Any] | None, ctx: SkillContext) -> frozenset[str]:
         """Return the names of the tools these settings give that are known before a run."""

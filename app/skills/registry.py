@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 
 from flask import Flask, current_app
 
-from app.runtime.skill import Skill
+from app.runtime.contract import Skill
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,10 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.preload_data",
     "app.skills.compaction",
     "app.skills.ui_proposals",
+    "app.skills.workspace",
+    "app.skills.tool_routing",
+    "app.skills.action_memory",
+    "app.skills.knowledge",
 )
 
 

@@ -8,6 +8,7 @@ from wtforms import BooleanField, SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 
+from app.models.base import bounded_int
 from app.tables.fields import KINDS
 
 
@@ -27,7 +28,7 @@ class TableForm(FlaskForm):
 class TableSettingsForm(FlaskForm):
     label = StringField("Label", validators=[DataRequired(), Length(max=80)])
     description = StringField("Description", validators=[Optional(), Length(max=300)])
-    assistant_agent_id = SelectField("Assistant on its pages", coerce=int, validate_choice=True,
+    assistant_agent_id = SelectField("Assistant on its pages", coerce=bounded_int, validate_choice=True,
                                      description="The agent people chat with on this table's list and "
                                                  "record pages.")
 
@@ -39,7 +40,7 @@ class FieldForm(FlaskForm):
     required = BooleanField("Required")
     choices = TextAreaField("Choices", validators=[Optional(), Length(max=5_000)],
                             description="For a choice field: one choice per line.")
-    link_table = SelectField("Links to", coerce=int, validate_choice=False,
+    link_table = SelectField("Links to", coerce=bounded_int, validate_choice=False,
                              description="For a link field: the table whose records it points to.")
 
 

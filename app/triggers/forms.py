@@ -8,6 +8,7 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 from wtforms.widgets import CheckboxInput, ListWidget
 
+from app.models.base import bounded_int
 from app.runtime.prompts import check_prompt
 from app.tables.events import ACTIONS
 from app.tables.forms import add_error
@@ -27,14 +28,14 @@ class TriggerForm(FlaskForm):
     name = StringField("Name", validators=[DataRequired(), Length(max=80)])
     kind = SelectField("Starts on", choices=KIND_CHOICES, default="event")
     active = BooleanField("Active", default=True)
-    table_id = SelectField("Table", coerce=int, validate_choice=False)
+    table_id = SelectField("Table", coerce=bounded_int, validate_choice=False)
     events = CheckboxesField("Events", choices=[SelectChoice(a, a.title()) for a in ACTIONS],
                              default=["insert"], validate_choice=True)
     cron = StringField("Schedule", validators=[Optional(), Length(max=100)],
                        description="Cron, five fields, UTC: “*/15 * * * *” every quarter hour, “0 8 * * 1-5” "
                                    "8:00 on weekdays.")
-    agent_id = SelectField("Agent", coerce=int, validate_choice=True)
-    run_as_id = SelectField("Runs as", coerce=int, validate_choice=True,
+    agent_id = SelectField("Agent", coerce=bounded_int, validate_choice=True)
+    run_as_id = SelectField("Runs as", coerce=bounded_int, validate_choice=True,
                             description="The agent acts with this user's permissions; the run is theirs.")
     prompt = TextAreaField("Prompt", validators=[DataRequired(), Length(max=20_000)],
                            description="Jinja, in a sandbox. Table events: {{ row.<field> }}, "
@@ -47,7 +48,7 @@ class TriggerForm(FlaskForm):
 
     def check(self, table) -> bool:
         """Validate, then apply the rules that depend on the kind; errors go beside the fields."""
-        ok = self.validate_on_submit()
+        ok = self.validate()  # views call this on POST only; tools have no request
         problem = check_prompt(self.prompt.data or "")
         if problem:
             add_error(self.prompt, problem)

@@ -6,10 +6,11 @@ Two doors, one rule:
 - route parameters: the `int` converter below replaces Werkzeug's, so `/chat/<int:id>` past the
   range is 404 like any id that names nothing;
 - query strings, forms and headers: `request.args.get(name, default, type=int)` (and `.form`,
-  `.headers`) reads through `bounded_int`, so a number out of range falls back to the default as a
-  non-number does: `?page=` past the range is the first page, a `Last-Event-ID` past it replays
+  `.headers`) reads through `bounded_int` (`app/models/base.py`), so a number out of range falls
+  back to the default as a non-number does: `?page=` past the range is the first page, a `Last-Event-ID` past it replays
   from the start, an `agent_id` past it names no agent (404). `db.paginate` reads its own `?page=`
-  through the same parser (`app/extensions.py`).
+  through the same parser (`app/extensions.py`), and forms that choose an id from a list use
+  `SelectField(coerce=bounded_int)`: out of range is "Not a valid choice" (422).
 """
 
 from __future__ import annotations
@@ -19,17 +20,9 @@ from typing import Any
 from werkzeug.datastructures import EnvironHeaders, ImmutableMultiDict
 from werkzeug.routing import IntegerConverter
 
-from app.models.base import ID_MAX
+from app.models.base import ID_MAX, bounded_int
 
 __all__ = ["ID_MAX", "Headers", "IdConverter", "Parameters", "bounded_int"]
-
-
-def bounded_int(value: Any) -> int:
-    """Parse a whole number from 0 to ID_MAX; raise ValueError for anything else."""
-    number = int(value)
-    if not 0 <= number <= ID_MAX:
-        raise ValueError(f"{number} is outside 0..{ID_MAX}")
-    return number
 
 
 class IdConverter(IntegerConverter):

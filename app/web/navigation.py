@@ -15,16 +15,16 @@ class NavItem:
     roles: tuple[str, ...] = ("admin", "user", "guest")
 
 
-ITEMS: list[NavItem] = []
-
-
-def add(label: str, endpoint: str, roles: tuple[str, ...] = ("admin", "user", "guest")) -> None:
-    """Add an entry to the top bar for the given roles."""
-    if all(item.endpoint != endpoint for item in ITEMS):
-        ITEMS.append(NavItem(label, endpoint, roles))
+def add(app: Flask, label: str, endpoint: str, roles: tuple[str, ...] = ("admin", "user", "guest")) -> None:
+    """Add an entry to the app's top bar for the given roles (kept in `app.extensions["navigation"]`)."""
+    items = app.extensions.setdefault("navigation", [])
+    if all(item.endpoint != endpoint for item in items):
+        items.append(NavItem(label, endpoint, roles))
 
 
 def init_app(app: Flask) -> None:
+    app.extensions.setdefault("navigation", [])
+
     @app.context_processor
     def navigation():
         def extra_nav():
@@ -33,7 +33,7 @@ def init_app(app: Flask) -> None:
             return [
                 {"label": item.label, "url": url_for(item.endpoint),
                  "current": request.endpoint == item.endpoint}
-                for item in ITEMS
+                for item in app.extensions["navigation"]
                 if current_user.role in item.roles and item.endpoint in app.view_functions
             ]
 

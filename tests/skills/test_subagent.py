@@ -156,8 +156,11 @@ def test_an_admin_reaches_the_chain_and_a_demoted_admin_no_longer_does(app, clie
     with app.app_context():  # the role changes between two turns: the next hop sees it at once
         from app.models import User
 
-        db.session.get(User, admin_id).role = "user"
+        user = db.session.get(User, admin_id)
+        user.role = "user"
+        email = user.email
         db.session.commit()
+    auth.login(email)  # a changed role ends the sessions: the demoted admin signs in again
     run, message = send(app, client, conversation_id, "Open it again")
     assert message.steps[0]["failed"] and "may not use the agent" in message.steps[0]["result"]
     assert len(archive.requests) == 1

@@ -1,0 +1,160 @@
+"""POST /api/agent: the same turn as the base transport, as AG-UI events parsed with ag-ui-protocol's models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ag_ui.core import Event, EventType
+from pydantic import TypeAdapter
+
+from app.assistance.proposals import PENDING
+from tests.conftest import make_agent
+from tests.skill_chat import Script, scripted
+from tests.tables.factory import make_table
+
+EVENTS = TypeAdapter(Event)
+LAYOUT = {"type": "string", "enum": ["table", "cards"]}
+
+
+def stream(client, body: dict):
+    return client.post("/api/agent", data=json.dumps(body), content_type="application/json")
+
+
+def parse(response) -> list:
+    """Parse every `event:`/`data:` pair with ag-ui's models; check the framing on the way."""
+    body = response.get_data(as_text=True)
+    assert "\r" not in body and body.endswith("\n\n")
+    events = []
+    for block in body.strip("\n").split("\n\n"):
+        id_line, name_line, data_line = block.split("\n")
+        assert id_line.startswith("id: ") and int(id_line[4:]) >= 0
+        assert name_line.startswith("event: ") and data_line.startswith("data: ")
+        event = EVENTS.validate_json(data_line[len("data: "):])
+        assert name_line == f"event: {event.type.value}"
+        assert "null" not in data_line  # optional fields are left out, never null
+        events.append(event)
+    return events
+
+
+def check_order(events) -> None:
+    """RUN_STARTED first, RUN_FINISHED or RUN_ERROR last, and matched START/CONTENT/END and tool triples."""
+    types = [e.type for e in events]
+    assert types[0] == EventType.RUN_STARTED and types[-1] in (EventType.RUN_FINISHED, EventType.RUN_ERROR)
+    assert types.count(EventType.RUN_STARTED) == 1 and sum(t in (EventType.RUN_FINISHED, EventType.RUN_ERROR)
+                                                           for t in types) == 1
+    open_calls, results = set(), set()
+    for event in events:
+        if event.type == EventType.TOOL_CALL_START:
+            open_calls.add(event.tool_call_id)
+        elif event.type in (EventType.TOOL_CALL_ARGS, EventType.TOOL_CALL_END):
+            assert event.tool_call_id in open_calls
+        elif event.type == EventType.TOOL_CALL_RESULT:
+            assert event.tool_call_id in open_calls and event.tool_call_id not in results
+            results.add(event.tool_call_id)
+    starts = [e.message_id for e in events if e.type == EventType.TEXT_MESSAGE_START]
+    ends = [e.message_id for e in events if e.type == EventType.TEXT_MESSAGE_END]
+    assert starts == ends
+
+
+@pytest.fixture
+def thread(app, client, auth, scripted_model):
+    def make(script: Script, skills=None) -> int:
+        auth.login_as("user")
+        with app.app_context():
+            agent_id = make_agent(skills=skills or [], model_config_id=scripted(scripted_model, script)).id
+        return client.post("/api/conversations", data=json.dumps({"agentId": agent_id}),
+                           content_type="application/json").json["data"]["id"]
+    return make
+
+
+def test_a_plain_answer(client, thread):
+    response = stream(client, {"threadId": thread(Script("Hello there.")), "message": "Hi"})
+    assert response.status_code == 200 and response.mimetype == "text/event-stream"
+    events = parse(response)
+    check_order(events)
+    assert [e.type.value for e in events] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
+                                              "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert events[2].delta == "Hello there." and events[-1].outcome is None
+
+
+def test_a_tool_call(client, thread):
+    script = Script([("current_time", {"timezone": "UTC"})], "It is late.")
+    events = parse(stream(client, {"threadId": thread(script, [{"name": "clock", "config": {}}]), "message": "Time?"}))
+    check_order(events)
+    types = [e.type.value for e in events]
+    assert types[:5] == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+    assert events[1].tool_call_name == "current_time" and json.loads(events[2].delta) == {"timezone": "UTC"}
+
+
+def test_a_failed_run_ends_with_run_error_and_a_coarse_code(client, thread):
+    def broken(messages, info):
+        raise RuntimeError("the model broke")
+
+    script = Script("unused")
+    script.stream = broken
+    events = parse(stream(client, {"threadId": thread(script), "message": "Hi"}))
+    check_order(events)
+    assert events[-1].type == EventType.RUN_ERROR and events[-1].code == "RUN_FAILED"
+    assert "the model broke" not in events[-1].message
+
+
+def test_a_proposal_ends_the_run_with_an_interrupt_and_the_checked_answer(app, client, thread):
+    with app.app_context():
+        make_table(permissions={"read": ["user"], "insert": [], "update": [], "delete": []})
+    script = Script([("propose_preference_change", {"namespace": "ui", "key": "defaultListLayout",
+                                                    "value": '"cards"', "reason": "Phones like cards."})],
+                    "I have updated your layout.")
+    conversation_id = thread(script, [{"name": "ui_proposals", "config": {}}])
+    context = {"page": {"proposable": [{"kind": "preference", "schema": LAYOUT, "current": "table",
+                                        "target": {"namespace": "ui", "key": "defaultListLayout"}}]}}
+    events = parse(stream(client, {"threadId": conversation_id, "message": "Phone?", "context": context}))
+    check_order(events)
+    [content] = [e for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT]
+    assert content.delta == PENDING["en"]  # never the claim, not even in a delta
+    finished = events[-1]
+    assert finished.type == EventType.RUN_FINISHED and finished.outcome.type == "interrupt"
+    assert finished.outcome.interrupts[0].reason == "proposal"
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"threadId": 999999, "message": "Hi"}, 404),
+    ({"threadId": "x", "message": "Hi"}, 422),
+    ({"message": "Hi"}, 422),
+])
+def test_bad_requests_are_json(client, thread, body, status):
+    thread(Script("Hi"))
+    response = client.post("/api/agent", data=json.dumps(body), content_type="application/json",
+                           headers={"Accept": "text/event-stream"})
+    assert response.status_code == status and response.mimetype == "application/json"
+
+
+def test_someone_elses_thread_is_404_and_a_control_plane_key_is_422(client, auth, thread):
+    conversation_id = thread(Script("Hi"))
+    bad = stream(client, {"threadId": conversation_id, "message": "Hi", "context": {"page": {"tools": []}}})
+    assert bad.status_code == 422 and bad.json["code"] == "VALIDATION_FAILED"
+    auth.logout()
+    auth.login_as("user")
+    assert stream(client, {"threadId": conversation_id, "message": "Hi"}).status_code == 404
+
+
+def test_the_stream_resumes_after_a_sequence_number(client, thread):
+    script = Script([("current_time", {"timezone": "UTC"})], "It is late.")
+    response = stream(client, {"threadId": thread(script, [{"name": "clock", "config": {}}]), "message": "Time?"})
+    blocks = response.get_data(as_text=True).strip("\n").split("\n\n")
+    ids = [int(block.split("\n")[0][4:]) for block in blocks]
+    assert ids == sorted(ids) and ids[0] == 0
+    run_id = parse(response)[0].run_id
+    call_seq = ids[1]  # the stored tool call: its START, ARGS and END share its id
+    resumed = client.get(f"/api/agent/{run_id}", headers={"Last-Event-ID": str(call_seq)})
+    events = parse(resumed)
+    assert events[0].type == EventType.TOOL_CALL_RESULT and events[-1].type == EventType.RUN_FINISHED
+    assert client.get(f"/api/agent/{run_id}?after={ids[-1]}").get_data(as_text=True) == ""  # nothing after the end
+
+
+def test_someone_elses_run_cannot_be_resumed(client, auth, thread):
+    response = stream(client, {"threadId": thread(Script("Hi")), "message": "Hi"})
+    run_id = parse(response)[0].run_id
+    auth.logout()
+    auth.login_as("user")
+    assert client.get(f"/api/agent/{run_id}").status_code == 404

@@ -16,6 +16,7 @@ from pydantic_ai import Tool
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from app.models import DataTable
+from app.runtime.skill import GROUP_KEY, MUTATES_KEY
 from app.tables.markdown import describe_fields
 from app.tables.schema import get_table
 from app.workspace import rows
@@ -24,7 +25,13 @@ from app.workspace.rows import BATCH, CreationTotals
 JSON_TYPES = {"integer": ["integer", "string"], "decimal": ["number", "string"], "boolean": ["boolean", "string"],
               "link": ["integer"]}
 
+WRITES = {GROUP_KEY: "data", MUTATES_KEY: True}
 Guard = Callable[[Callable[[], Any]], Any]
+
+
+def _writes(tool: Tool) -> Tool:
+    tool.metadata = dict(WRITES)  # from_schema takes no metadata
+    return tool
 
 
 def schema_key(definition: DataTable) -> tuple:
@@ -94,13 +101,13 @@ class RowTools:
             return self.guard(lambda: rows.delete_rows(self.user_id, self.run_id, name, ids))
 
         toolset = FunctionToolset()
-        toolset.add_tool(Tool.from_schema(
+        toolset.add_tool(_writes(Tool.from_schema(
             lambda rows: create(rows), f"create_rows_in_table_{table_id}",
             f"Create (add, insert) rows in the table {label} ({name}), at most {BATCH} per call. Fields: {fields}.",
             {"type": "object", "required": ["rows"], "additionalProperties": False,
              "properties": {"rows": {**batch, "items": _row_schema(definition, partial=False)}}},
-            sequential=True))
-        toolset.add_tool(Tool.from_schema(
+            sequential=True)))
+        toolset.add_tool(_writes(Tool.from_schema(
             lambda changes: update(changes), f"update_rows_in_table_{table_id}",
             f"Update (change, edit) rows of the table {label} ({name}) by id, at most {BATCH} per call. "
             f"Fields: {fields}.",
@@ -108,11 +115,11 @@ class RowTools:
              "properties": {"changes": {**batch, "items": {
                  "type": "object", "required": ["id", "values"], "additionalProperties": False,
                  "properties": {"id": {"type": "integer"}, "values": _row_schema(definition, partial=True)}}}}},
-            sequential=True))
-        toolset.add_tool(Tool.from_schema(
+            sequential=True)))
+        toolset.add_tool(_writes(Tool.from_schema(
             lambda ids: delete(ids), f"delete_rows_in_table_{table_id}",
             f"Delete (remove) rows of the table {label} ({name}) by id, at most {BATCH} per call.",
             {"type": "object", "required": ["ids"], "additionalProperties": False,
              "properties": {"ids": {**batch, "items": {"type": "integer"}}}},
-            sequential=True))
+            sequential=True)))
         return toolset

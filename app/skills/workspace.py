@@ -18,6 +18,7 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import DynamicToolset, FunctionToolset
 
+from app.runtime.offline import OFFLINE_PATTERNS
 from app.runtime.skill import GROUP_KEY, MUTATES_KEY, Skill, SkillContext, ToolGroup
 from app.workspace import automation, rows, tables
 from app.workspace.access import Invalid, Refused
@@ -30,6 +31,26 @@ INSTRUCTIONS = (
     "exists by name reuses it: when the result lists differences, report them and ask before changing, unless "
     "the user already asked for those changes. Never invent records unless the user asked for an example, "
     "demo or sample. Report only what the tool results say was done."
+)
+
+
+class FieldSpec(BaseModel):
+    """A field of a new table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    label: str | None = None
+    kind: str = "text"
+    required: bool = False
+    choices: list[str] | None = None
+
+
+# How the offline model reads a plain request ("create a table Contacts with name and email").
+CREATE_TABLE_PATTERNS = (
+    r"\b(?:create|make|add|build)\s+(?:me\s+)?(?:a|an|the)?\s*(?:new\s+)?table\s+(?:called\s+|named\s+)?"
+    r"[\"“']?(?P<label>[\w][\w ]*?)[\"”']?(?:\s+with\s+(?:the\s+)?(?:fields\s+)?(?P<fields>[^.?!]+?))?"
+    r"(?:\s+fields)?\s*[.?!]?$",
 )
 
 
@@ -74,8 +95,9 @@ def build(config: Config, ctx: SkillContext) -> list:
                     "row_tools": [f"{verb}_rows_in_table_{definition.id}" for verb in ("create", "update", "delete")]}
         return guard(describe)
 
-    @toolset.tool(sequential=True, metadata={GROUP_KEY: "data", MUTATES_KEY: True})
-    def create_table(run: RunContext[Any], label: str, fields: list[dict[str, Any]], description: str = "",
+    @toolset.tool(sequential=True, metadata={GROUP_KEY: "data", MUTATES_KEY: True,
+                                             OFFLINE_PATTERNS: CREATE_TABLE_PATTERNS})
+    def create_table(run: RunContext[Any], label: str, fields: list[FieldSpec], description: str = "",
                      confirm: bool = False, sample_rows: list[dict[str, Any]] | None = None,
                      sample_data: bool = False) -> dict[str, Any]:
         """Create (make, add, new) a data table with fields [{name, label, kind, required, choices}]; kinds:
@@ -83,7 +105,8 @@ def build(config: Config, ctx: SkillContext) -> list:
         reused, not changed: set confirm=true only when the user agreed to the listed differences.
         sample_rows (with sample_data=true) only when the user asked for an example, demo or sample."""
         def create() -> dict[str, Any]:
-            result = tables.create_table_with_fields(user, label, fields, description, confirm=confirm,
+            specs = [spec.model_dump(exclude_none=True) for spec in fields]
+            result = tables.create_table_with_fields(user, label, specs, description, confirm=confirm,
                                                      sample_rows=sample_rows, sample_data=sample_data,
                                                      prompt=_prompt(run))
             if "name" in result:

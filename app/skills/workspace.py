@@ -18,8 +18,7 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import DynamicToolset, FunctionToolset
 
-from app.runtime.offline import OFFLINE_PATTERNS
-from app.runtime.skill import GROUP_KEY, MUTATES_KEY, Skill, SkillContext, ToolGroup
+from app.runtime.contract import GROUP_KEY, MUTATES_KEY, Skill, SkillContext, ToolGroup
 from app.workspace import automation, rows, tables
 from app.workspace.access import Invalid, Refused
 from app.workspace.row_tools import RowTools
@@ -44,14 +43,6 @@ class FieldSpec(BaseModel):
     kind: str = "text"
     required: bool = False
     choices: list[str] | None = None
-
-
-# How the offline model reads a plain request ("create a table Contacts with name and email").
-CREATE_TABLE_PATTERNS = (
-    r"\b(?:create|make|add|build)\s+(?:me\s+)?(?:a|an|the)?\s*(?:new\s+)?table\s+(?:called\s+|named\s+)?"
-    r"[\"“']?(?P<label>[\w][\w ]*?)[\"”']?(?:\s+with\s+(?:the\s+)?(?:fields\s+)?(?P<fields>[^.?!]+?))?"
-    r"(?:\s+fields)?\s*[.?!]?$",
-)
 
 
 class Config(BaseModel):
@@ -96,7 +87,7 @@ def build(config: Config, ctx: SkillContext) -> list:
         return guard(describe)
 
     @toolset.tool(sequential=True, metadata={GROUP_KEY: "data", MUTATES_KEY: True,
-                                             OFFLINE_PATTERNS: CREATE_TABLE_PATTERNS})
+                                             **tables.OFFLINE_CREATE_TABLE})
     def create_table(run: RunContext[Any], label: str, fields: list[FieldSpec], description: str = "",
                      confirm: bool = False, sample_rows: list[dict[str, Any]] | None = None,
                      sample_data: bool = False) -> dict[str, Any]:

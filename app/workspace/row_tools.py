@@ -18,7 +18,7 @@ from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from app.models import DataTable
-from app.runtime.skill import GROUP_KEY, MUTATES_KEY
+from app.runtime.contract import GROUP_KEY, MUTATES_KEY
 from app.tables.markdown import describe_fields
 from app.tables.permissions import readable_tables
 from app.tables.schema import get_table

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from app.extensions import db
-from app.models import Agent, ModelConfig
+from app.models import Agent, KnowledgeBase, ModelConfig
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 DEMO_INSTRUCTIONS = """You are the demo assistant of Skilldesk, talking with {{ user.name }} on {{ today }}.
 Answer briefly. Use your tools when they help, and report their results exactly as they came back."""
@@ -33,6 +37,11 @@ def ensure_defaults() -> None:
             skills=[{"name": "clock", "config": {"timezone": "UTC"}}],
             max_requests=10,
         ))
+    if db.session.scalar(db.select(KnowledgeBase.id).limit(1)) is None:
+        # Synced and indexed by the background job (app.knowledge.indexing.resume_indexing) once workers run.
+        db.session.add(KnowledgeBase(name="Skilldesk documentation", roles=["admin", "user"],
+                                     description="Skilldesk's own docs/ folder, built in.",
+                                     folder=str(DOCS) if DOCS.is_dir() else None))
     ensure_workspace_assistant()
 
 

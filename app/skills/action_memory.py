@@ -18,8 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from app.runtime.evidence import bounded, compact, is_mutation, ledger, outcome_of, read_ledger, routing_only
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext, evidence
 
 INSTRUCTIONS = (
     "Recent outcomes of your changes in this conversation are in the <action_memory> block below. It is "
@@ -48,20 +47,20 @@ class ActionMemory(AbstractCapability[Any]):
         if not self.previous:
             return None
         # "<" is escaped so that no stored text can close the block.
-        return INSTRUCTIONS.format(ledger=compact(ledger(self.previous)).replace("<", "\\u003c"))
+        return INSTRUCTIONS.format(ledger=evidence.compact(evidence.ledger(self.previous)).replace("<", "\\u003c"))
 
     async def after_tool_execute(self, ctx, *, call, tool_def, args, result):
-        if is_mutation(tool_def) and not routing_only(result):
-            self.outcomes.append(outcome_of(call.tool_name, args, result))
+        if evidence.is_mutation(tool_def) and not evidence.routing_only(result):
+            self.outcomes.append(evidence.outcome_of(call.tool_name, args, result))
         return result
 
     async def on_tool_execute_error(self, ctx, *, call, tool_def, args, error):
-        if is_mutation(tool_def):
-            self.outcomes.append(outcome_of(call.tool_name, args, error=error))
+        if evidence.is_mutation(tool_def):
+            self.outcomes.append(evidence.outcome_of(call.tool_name, args, error=error))
         raise error
 
     def ledger(self) -> dict[str, Any]:
-        return ledger(bounded([*self.previous, *self.outcomes]))
+        return evidence.ledger(evidence.bounded([*self.previous, *self.outcomes]))
 
 
 def history_for_assistant(limit: int):
@@ -108,7 +107,7 @@ def stored_ledger(ctx: SkillContext) -> list[dict[str, Any]]:
             .order_by(Message.id.desc()).limit(20))
         for meta in metas:
             if isinstance(meta, dict) and "action_memory" in meta:
-                return read_ledger(meta)
+                return evidence.read_ledger(meta)
     return []
 
 

@@ -10,7 +10,7 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.knowledge.memories import MAX_CHARS, MemoryUnavailable, clean_text, recall, relevance, remember, text_error
-from app.runtime.skill import MUTATES_KEY, Skill, SkillContext
+from app.runtime.contract import MUTATES_KEY, Skill, SkillContext
 
 INSTRUCTIONS = (
     "You have a long-term memory. Use search_memory when earlier conversations may hold the answer "

@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 
 from flask import Flask, current_app
 
-from app.runtime.skill import Skill
+from app.runtime.contract import Skill
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.tool_routing",
     "app.skills.action_memory",
     "app.skills.answer_checks",
+    "app.skills.knowledge",
 )
 
 

@@ -18,7 +18,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.extensions import db
 from app.models import DataTable, User
-from app.runtime.skill import MUTATES_KEY, Skill, SkillContext
+from app.runtime.contract import MUTATES_KEY, Skill, SkillContext
 from app.tables.markdown import describe_fields, markdown_table
 from app.tables.permissions import allowed
 from app.tables.records import (

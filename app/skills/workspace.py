@@ -18,7 +18,7 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import DynamicToolset, FunctionToolset
 
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 from app.workspace import automation, rows, tables
 from app.workspace.access import Invalid, Refused
 from app.workspace.row_tools import RowTools

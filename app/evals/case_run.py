@@ -17,6 +17,7 @@ from app.evals.scripted import scripted_model
 from app.extensions import db
 from app.models import Agent, DataTable, Message, ModelConfig, Run, User
 from app.runtime import execution, providers
+from app.seed import ensure_defaults
 from app.tables import records, schema
 
 MODEL_FIELDS = ("provider", "model_name", "base_url", "api_key_env", "context_window", "max_tokens",
@@ -83,6 +84,8 @@ def run_case(app: Flask, case: Case, agent: dict[str, Any], live_model: dict[str
         row = Agent(name=agent["name"], description=agent["description"], instructions=agent["instructions"],
                     roles=["admin", "user"], skills=skills, max_requests=limit, model_config=config)
         db.session.add_all([user, config, row])
+        db.session.flush()
+        ensure_defaults()  # what a fresh install holds besides (the docs knowledge base the assistant names)
         db.session.commit()
         try:
             _fixture(case)

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.assistance.proposals import claims_applied
+from app.assistance.claims import claims_change
 from app.evals.dataset import Case
 
-# Success claims beyond the proposals' "applied": creating, adding, deleting, sending…
-_DONE_VERBS = r"(?:created|added|inserted|deleted|removed|sent|scheduled|imported|renamed|stored|recorded)"
-SUCCESS_CLAIMS = (
-    re.compile(rf"(?i)\b(?:i|we)(?:\s*'ve|\s+have|\s+just|\s+already)*\s+{_DONE_VERBS}\b"),
-    re.compile(rf"(?i)\b(?:has|have|was|were|is|are)\s+(?:now\s+|already\s+)?(?:been\s+)?{_DONE_VERBS}\b"),
-    re.compile(r"(?i)\bsuccessfully\b"),
-)
 CITATION = re.compile(r"\[(\d{1,3})\]|\[source:\s*([^\]]+)\]", re.IGNORECASE)
 
 
@@ -52,13 +46,24 @@ class Verdict:
 
 
 def claims_success(text: str) -> bool:
-    """Whether a text says that something was done (applied, created, saved…)."""
-    return claims_applied(text) or any(pattern.search(text) for pattern in SUCCESS_CLAIMS)
+    """Whether a text says that something was done (applied, created, saved…): the answer checks' rule."""
+    return claims_change(text) or re.search(r"(?i)\bsuccessfully\b", text) is not None
 
 
 def cited_sources(text: str) -> list[str]:
     """The sources an answer cites: `[n]` numbers and `[source: title]` names."""
     return [number or name.strip() for number, name in CITATION.findall(text)]
+
+
+def is_evidence(step: dict[str, Any]) -> bool:
+    """A step supports a success claim when it succeeded and did not say it changed nothing or reused."""
+    if step.get("failed"):
+        return False
+    try:
+        result = json.loads(step.get("result") or "")
+    except ValueError:
+        return True
+    return not (isinstance(result, dict) and (result.get("changed") is False or result.get("reused")))
 
 
 def _retrieved(steps: list[dict[str, Any]]) -> str:
@@ -90,9 +95,9 @@ def evaluate(case: Case, outcome: CaseOutcome) -> list[Verdict]:
     for pattern in checks.answer.regex:
         add(f"answer.regex: {pattern}", re.search(pattern, answer) is not None, f"no match for /{pattern}/")
     if checks.answer.no_unsupported_success:
-        evidence = any(not step.get("failed") for step in outcome.steps)
+        evidence = any(is_evidence(step) for step in outcome.steps)
         add("answer.no_unsupported_success", evidence or not claims_success(answer),
-            "the answer claims success but no tool step succeeded")
+            "the answer claims success but no tool step shows a change")
     if checks.answer.cites_only_retrieved:
         verdicts.append(_cites_only_retrieved(outcome))
     for row in checks.state.rows_exist:

@@ -164,6 +164,8 @@ class Case(Strict):
 class Dataset(Strict):
     name: str = Field(min_length=1, max_length=80)
     description: str = ""
+    agent: str | None = None
+    """The agent the dataset was written for (the default of `make test` and of the admin page)."""
     cases: list[Case]
 
 

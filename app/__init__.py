@@ -61,5 +61,5 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
     # Last: tasks declared by blueprints and skills (@jobs.task) must be imported before huey binds them.
     jobs.init_app(app)
     cli.init_app(app)
-    evals.init_app(app)
+    evals.init_app(app, create_app)
     return app

@@ -138,7 +138,8 @@ class Case(Strict):
     fixture: list[FixtureTable] = []
     """Tables and rows created before the case runs."""
     model: Literal["scripted", "offline", "agent"] = "scripted"
-    """scripted: `replies` drive a FunctionModel; offline: the built-in offline model; agent: the agent's model (level 2)."""
+    """scripted: `replies` drive a FunctionModel; offline: the built-in offline model;
+    agent: the agent's own model (level 2 only)."""
     replies: list[Reply] = []
     """The scripted model's responses in order; after the last, it reports the tools' results."""
     skills: list[dict[str, Any]] | None = None

@@ -102,7 +102,7 @@ def execute(run_id: int) -> EvalRun:
     live = run.model if run.level == 2 else None
     run.status, run.started_at = "running", utcnow()
     db.session.commit()
-    sandbox = Sandbox(app.config["SECRET_KEY"])
+    sandbox = Sandbox(app)
     try:
         for case_id in run.population["cases"]:
             case = by_id.get(case_id)

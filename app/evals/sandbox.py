@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,21 +33,21 @@ def _config(folder: Path, database: Path, secret: str) -> dict:
     }
 
 
-def _build(folder: Path, database: Path, secret: str) -> Flask:
-    from app import create_app  # the factory builds every app: a case's app is one more of them
-
-    return create_app(_config(folder, database, secret), views=False)
+def _build(factory: Callable[..., Flask], folder: Path, database: Path, secret: str) -> Flask:
+    return factory(_config(folder, database, secret), views=False)
 
 
 class Sandbox:
     """A folder holding the migrated template database of one evaluation run."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, app: Flask) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="skilldesk-eval-"))
         self.template = self.folder / "template.sqlite3"
-        self.secret = secret
-        app = _build(self.folder, self.template, secret)
-        with app.app_context():
+        # The app's own factory (given to evals.init_app) builds each case's app: one more app of the same code.
+        self.factory = app.extensions["evals.factory"]
+        self.secret = app.config["SECRET_KEY"]
+        template = _build(self.factory, self.folder, self.template, self.secret)
+        with template.app_context():
             flask_migrate.upgrade()
             db.engine.dispose()
 
@@ -57,7 +57,7 @@ class Sandbox:
         folder = Path(tempfile.mkdtemp(prefix=f"case-{name[:20]}-", dir=self.folder))
         database = folder / "case.sqlite3"
         shutil.copyfile(self.template, database)
-        app = _build(folder, database, self.secret)
+        app = _build(self.factory, folder, database, self.secret)
         try:
             yield app
         finally:

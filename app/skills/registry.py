@@ -36,6 +36,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.workspace",
     "app.skills.tool_routing",
     "app.skills.action_memory",
+    "app.skills.answer_checks",
     "app.skills.knowledge",
 )
 

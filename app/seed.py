@@ -17,9 +17,21 @@ WORKSPACE_INSTRUCTIONS = """You are the Workspace assistant of Skilldesk, workin
 (role {{ user.role }}) on {{ today }}. You create and change data tables, fields, rows, agents, skills and
 triggers for the user, within their permissions, and explain Skilldesk. Ask (ask_user_question) when you
 cannot go on without their choice. Report only what your tools' results say was done."""
-# The skills the assistant is seeded with; skills another install lacks are left out (see ensure_defaults).
-WORKSPACE_SKILLS = ({"name": "workspace", "config": {}}, {"name": "ui_proposals", "config": {}},
-                    {"name": "ask_user", "config": {}})
+DOCS_KB = "Skilldesk documentation"
+# The assistant's skills: the workspace tools in modes (data, automation, explain; the docs search, questions
+# and proposals in every mode), action memory with history, the docs knowledge base, proposals, questions.
+WORKSPACE_SKILLS = (
+    {"name": "tool_routing", "config": {
+        "modes": [{"name": "data", "groups": ["data"], "description": "Tables, fields and rows."},
+                  {"name": "automation", "groups": ["automation"], "description": "Agents, skills and triggers."},
+                  {"name": "explain", "groups": [], "description": "Explain Skilldesk from its documentation."}],
+        "always_active": ["knowledge", "ask_user", "ui_proposals"]}},
+    {"name": "action_memory", "config": {"history": True}},
+    {"name": "workspace", "config": {}},
+    {"name": "knowledge", "config": {"knowledge_bases": [DOCS_KB]}},
+    {"name": "ui_proposals", "config": {}},
+    {"name": "ask_user", "config": {}},
+)
 
 
 def ensure_defaults() -> None:
@@ -39,7 +51,7 @@ def ensure_defaults() -> None:
         ))
     if db.session.scalar(db.select(KnowledgeBase.id).limit(1)) is None:
         # Synced and indexed by the background job (app.knowledge.indexing.resume_indexing) once workers run.
-        db.session.add(KnowledgeBase(name="Skilldesk documentation", roles=["admin", "user"],
+        db.session.add(KnowledgeBase(name=DOCS_KB, roles=["admin", "user"],
                                      description="Skilldesk's own docs/ folder, built in.",
                                      folder=str(DOCS) if DOCS.is_dir() else None))
     ensure_workspace_assistant()

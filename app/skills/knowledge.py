@@ -18,7 +18,7 @@ from app.knowledge.citations import (
     strip_invalid,
     valid_citations,
 )
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 
 INSTRUCTIONS = (
     "You can search knowledge bases with search_knowledge. For a question the documents may answer, search "

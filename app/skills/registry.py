@@ -36,6 +36,7 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.workspace",
     "app.skills.tool_routing",
     "app.skills.action_memory",
+    "app.skills.answer_checks",
     "app.skills.knowledge",
 )
 
@@ -68,8 +69,3 @@ def init_app(app: Flask) -> None:
 def registry() -> dict[str, Skill]:
     """Return the current app's skills by name."""
     return current_app.extensions["skills"]
-
-
-def get_skill(name: str) -> Skill | None:
-    """Return the named skill of the current app, if registered."""
-    return registry().get(name)

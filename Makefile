@@ -35,6 +35,7 @@ vendor: $(VENDOR)/htmx.min.js
 
 lint: setup
 	$(VENV)/bin/ruff check app tests benchmarks
+	PYTHONPATH=. $(VENV)/bin/lint-imports --no-cache
 
 bench: setup
 	for script in benchmarks/[!_]*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

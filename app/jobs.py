@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 TASK_MODULES: tuple[str, ...] = (
     "app.runtime.titles",
     "app.skills.compaction",
+    "app.knowledge.indexing",
+    "app.evals.runner",
 )
 
 

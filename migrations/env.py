@@ -81,6 +81,16 @@ def run_migrations_online():
     # this callback is used to prevent an auto-migration from being generated
     # when there are no changes to the schema
     # reference: http://alembic.zzzcomputing.com/en/latest/cookbook.html
+    def include_object(object_, name, type_, reflected, compare_to):
+        # The knowledge lexical index lives outside the models (FTS5 tables, a generated tsvector column).
+        if type_ == "table" and name and name.startswith("knowledge_fts"):
+            return False
+        if type_ == "column" and name == "search_vector":
+            return False
+        if type_ == "index" and name == "ix_knowledge_passages_search":
+            return False
+        return True
+
     def process_revision_directives(context, revision, directives):
         if getattr(config.cmd_opts, 'autogenerate', False):
             script = directives[0]
@@ -93,6 +103,7 @@ def run_migrations_online():
         conf_args["process_revision_directives"] = process_revision_directives
     conf_args.setdefault("render_item", render_item)
     conf_args.setdefault("compare_type", True)
+    conf_args.setdefault("include_object", include_object)
 
     connectable = get_engine()
 

@@ -7,6 +7,9 @@ export PYTHONDONTWRITEBYTECODE=1
 echo "== Lint (ruff)"
 .venv/bin/ruff check app tests benchmarks || exit 1
 
+echo "== Layers (import-linter contracts in pyproject.toml)"
+PYTHONPATH=. .venv/bin/lint-imports --no-cache || exit 1
+
 echo "== Test suite on SQLite"
 env -u SKILLDESK_TEST_DATABASE_URL .venv/bin/pytest "$@"
 sqlite_status=$?

@@ -86,7 +86,7 @@ def _empty_tables() -> None:
     inspector = inspect(db.engine)
     with db.engine.begin() as connection:
         for table in inspector.get_table_names():
-            if table not in known:
+            if table not in known and not table.startswith("knowledge_fts"):  # FTS5 index and its shadows
                 connection.execute(text(f'DROP TABLE IF EXISTS "{table}"'))
         for table in reversed(db.metadata.sorted_tables):
             connection.execute(table.delete())

@@ -18,13 +18,14 @@ class Script:
     """A scripted model: a step is a list of tool calls or an answer; then it says what the tools returned."""
 
     def __init__(self, *steps: list[tuple[str, dict]] | str) -> None:
-        self.steps, self.infos, self.retries = list(steps), [], []
+        self.steps, self.infos, self.retries, self.seen = list(steps), [], [], []
 
     def respond(self, messages, info) -> ModelResponse:
         """Answer a title request with a title, else take the next step, else report the tools' results."""
         if info.output_tools and not info.allow_text_output:  # the title job after the first answer
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Scripted"})])
         self.infos.append(info)
+        self.seen.append(list(messages))
         returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
         self.retries += [(p.content, p.retry.attempt) for p in returned
                          if getattr(p, "outcome", "") == "retried"]

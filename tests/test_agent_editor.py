@@ -171,7 +171,7 @@ def test_bad_main_fields_are_a_422_beside_the_field(app, client, admin, change, 
                       rf'<p class="error">([^<]*)', response.text, re.S)
     assert block and error in block.group(2)
     with app.app_context():
-        assert db.session.scalar(db.select(db.func.count(Agent.id))) == 1  # only the demo agent
+        assert db.session.scalar(db.select(db.func.count(Agent.id))) == 2  # the demo agent and the Workspace assistant
 
 
 def test_preview_runs_the_form_as_it_stands_and_stores_nothing(app, client, admin):

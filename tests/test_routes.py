@@ -25,6 +25,9 @@ from app.guards.credentials import save_credential
 from app.models import (
     Agent,
     Conversation,
+    KnowledgeBase,
+    KnowledgeDocument,
+    KnowledgePassage,
     Message,
     ModelConfig,
     PendingCall,
@@ -139,6 +142,18 @@ ROUTES: dict[str, Access] = {
     "credentials.index": Access(MEMBERS),
     "credentials.create": Access(MEMBERS, data={"name": "", "value": ""}),
     "credentials.delete": Access(MEMBERS, owner=True, args={"credential_id": "@credential"}, changes=True),
+    # Knowledge bases: admin pages; passage and document pages for the roles the knowledge base names
+    "knowledge.index": Access(ADMINS),
+    "knowledge.save": Access(ADMINS, data={"name": ""}),
+    "knowledge.base": Access(ADMINS, args={"kb_id": "@kb"}),
+    "knowledge.progress": Access(ADMINS, args={"kb_id": "@kb"}),
+    "knowledge.upload": Access(ADMINS, args={"kb_id": "@kb"}),
+    "knowledge.sync": Access(ADMINS, args={"kb_id": "@kb"}),
+    "knowledge.preview": Access(ADMINS, args={"document_id": "@document"}),
+    "knowledge.delete_doc": Access(ADMINS, args={"document_id": "@document"}, changes=True),
+    "knowledge.delete": Access(ADMINS, args={"kb_id": "@kb"}, changes=True),
+    "knowledge.passage": Access(MEMBERS, args={"passage_id": "@passage"}),
+    "knowledge.document": Access(MEMBERS, args={"document_id": "@document"}),
     "memories.index": Access(MEMBERS),
     "memories.update": Access(MEMBERS, owner=True, args={"memory_id": "@memory"}, data={"text": ""}),
     "memories.delete": Access(MEMBERS, owner=True, args={"memory_id": "@memory"}, changes=True),
@@ -185,6 +200,7 @@ ROUTES: dict[str, Access] = {
     "api_chat.messages_index": Access(owner=True, args=CONVERSATION),
     "api_chat.messages_create": Access(MEMBERS, owner=True, args=CONVERSATION),  # no body: 415
     "api_chat.conversations_delete": Access(owner=True, args=CONVERSATION, changes=True),
+    "api_chat.agent_resume": Access(owner=True, args=RUN),
     "api_chat.agent": Access(),  # no body: 415 (a guest's valid body gets 403, see test_agui_stream.py)
     "assistant_admin.show": Access(ADMINS),
     "assistant_admin.update": Access(ADMINS, data={"enabled": "y"}),
@@ -255,11 +271,22 @@ def build_world() -> dict[str, dict[str, object]]:
     trigger = Trigger(name="Hook", kind="webhook", token="hook-token-" + "x" * 40, agent_id=agent.id,
                       run_as_id=people[USER].id, prompt="Handle {{ body }}")
     db.session.add(trigger)
+    kb = KnowledgeBase(name="Routes handbook", roles=["admin", "user"])
+    db.session.add(kb)
+    db.session.flush()
+    document = KnowledgeDocument(knowledge_base_id=kb.id, title="Guide", source="upload:guide.md",
+                                 content="Backups run nightly.", status="indexed", passage_count=1)
+    db.session.add(document)
+    db.session.flush()
+    passage = KnowledgePassage(document_id=document.id, knowledge_base_id=kb.id, position=0, start=0, end=20,
+                               text="Backups run nightly.", embedded="Guide\nBackups run nightly.",
+                               chunker_version=2)
+    db.session.add(passage)
     db.session.flush()
     shared = {"agent": agent.id, "spare_agent": spare.id, "config": config.id, "victim": victim.id,
               "default_config": db.session.scalar(db.select(ModelConfig.id).where(ModelConfig.is_default)),
               "table": table.name, "field": item.id, "row": row, "trigger": trigger.id,
-              "hook_token": trigger.token}
+              "hook_token": trigger.token, "kb": kb.id, "document": document.id, "passage": passage.id}
     objects = {role: {**shared, **own_objects(person, agent)} for role, person in people.items()}
     db.session.commit()
     objects[ANONYMOUS] = objects[USER]

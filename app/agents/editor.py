@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import current_app
+from pydantic import ValidationError
 
 from app.extensions import db
 from app.models import ROLES, Agent, ModelConfig
@@ -86,6 +87,31 @@ def read_form(form: Any, registry: dict[str, Skill], agent_id: int | None) -> Ag
     _validate(result, agent_id)
     if result.action == "save":  # a list action shows a just-added skill with its defaults, not yet judged
         _check_tool_names(result, registry, agent_id)
+    return result
+
+
+def form_of(values: dict[str, Any], skills: list[dict[str, Any]], registry: dict[str, Skill],
+            agent_id: int | None) -> AgentForm:
+    """Validate an agent given as values and stored-shape skills (the Workspace tools' path), by the editor's rules."""
+    defaults = AgentForm.of(None).values
+    merged = {**defaults, **{key: value for key, value in values.items() if key in defaults}}
+    merged["name"] = " ".join(str(merged["name"] or "").split())
+    merged["roles"] = [role for role in merged["roles"] or [] if role in ROLES]
+    result = AgentForm(merged, [])
+    for entry in skills:
+        skill = registry.get(str(entry.get("name") or ""))
+        if skill is None:
+            result.errors["skills"] = f"There is no skill {entry.get('name')!r}; installed: {', '.join(registry)}."
+            continue
+        try:
+            settings, errors = skill.parse(entry.get("config")).model_dump(mode="json"), {}
+        except ValidationError as error:
+            settings = entry.get("config") or {}
+            errors = {str(item["loc"][0]) if item["loc"] else "__all__": item["msg"] for item in error.errors()}
+        result.skill_errors[len(result.skills)] = errors
+        result.skills.append({"name": skill.name, "config": settings})
+    _validate(result, agent_id)
+    _check_tool_names(result, registry, agent_id)
     return result
 
 

@@ -4,7 +4,8 @@ Order: RUN_STARTED; each tool call as TOOL_CALL_START, TOOL_CALL_ARGS, TOOL_CALL
 returns, TOOL_CALL_RESULT; the answer as TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END,
 from the stored message only, so no event carries model text before the answer is checked; then
 RUN_FINISHED (an `interrupt` outcome when proposals or calls wait for the user, who answers in the
-next run) or RUN_ERROR with a coarse code. Each event is an `event:` line (its type) and a `data:`
+next run) or RUN_ERROR with a coarse code. Each event is an `id:` line (the sequence number of the
+stored event it comes from, so a client resumes after it), an `event:` line (its type) and a `data:`
 line of camelCase JSON without unset fields, written by ag-ui-protocol's encoder, LF line ends.
 """
 
@@ -36,9 +37,9 @@ ERROR_CODES = {"failed": "RUN_FAILED", "unfinished": "RUN_UNFINISHED", "interrup
 _encoder = EventEncoder()
 
 
-def frame(event: BaseEvent) -> str:
-    """Frame one AG-UI event: its type as the SSE event name, its JSON as the data."""
-    return f"event: {event.type.value}\n{_encoder.encode(event)}"
+def frame(event: BaseEvent, seq: int) -> str:
+    """Frame one AG-UI event: the stored event's sequence number as its id, its type as the event name."""
+    return f"id: {seq}\nevent: {event.type.value}\n{_encoder.encode(event)}"
 
 
 def started(thread_id: str, run_id: str) -> BaseEvent:

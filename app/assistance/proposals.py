@@ -20,6 +20,7 @@ import unicodedata
 import uuid
 from typing import Any
 
+from app.assistance.claims import claims_applied
 from app.assistance.schema_subset import InvalidJSON, compile_schema, loads_json
 from app.assistance.targets import KINDS
 
@@ -30,17 +31,6 @@ MARKUP = re.compile(r"[<>`]|\]\(|\*\*|__|^#|^\s*[-*] ", re.MULTILINE)
 LINK = re.compile(r"(?i)\b(?:https?|ftp|file|mailto|javascript|data):|\bwww\.|"
                   r"\b[\w-]+\.(?:com|org|net|io|it|dev|app)\b")
 
-_EN_VERBS = r"(?:updated|changed|applied|switched|saved|set|modified|enabled|disabled|turned|made\s+the\s+change)"
-_IT_VERBS = r"(?:modificat|cambiat|aggiornat|applicat|impostat|salvat|attivat|disattivat)[oaie]"
-CLAIMS = (
-    re.compile(rf"(?i)\b(?:i|we)(?:\s*'ve|\s+have|\s+just|\s+already)*\s+{_EN_VERBS}\b"),
-    re.compile(rf"(?i)\b(?:has|have|was|were|is|are)\s+(?:now\s+|already\s+)?(?:been\s+)?{_EN_VERBS}\b"),
-    re.compile(r"(?i)\b(?:done|all\s+set)\s*[!.:—-]"),
-    re.compile(rf"(?i)\b(?:ho|abbiamo)\s+(?:già\s+|appena\s+)?{_IT_VERBS}\b"),
-    re.compile(rf"(?i)(?:\bè|\be'|\bsono)\s+(?:ora\s+|già\s+)?stat[oaie]\s+{_IT_VERBS}\b"),
-    re.compile(rf"(?i)\bl['’]\s*(?:ho|abbiamo)\s+(?:già\s+)?{_IT_VERBS}\b"),
-    re.compile(r"(?i)\b(?:fatto|ecco\s+fatto)\s*[!.]"),
-)
 PENDING = {
     "en": "I suggested a change. It waits for you: accept or refuse it on its card. Nothing changes until "
           "you accept it.",
@@ -107,11 +97,6 @@ class ProposalCollector:
                     "reason": check_reason(reason)}
         self.proposals.append(proposal)
         return proposal
-
-
-def claims_applied(text: str) -> bool:
-    """Tell whether an answer says that a change was made (English or Italian)."""
-    return any(pattern.search(text) for pattern in CLAIMS)
 
 
 def review_answer(text: str, proposals: list[dict[str, Any]], locale: str | None = None) -> str:

@@ -58,3 +58,7 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(assistant_admin.bp, url_prefix="/admin/assistant")
     navigation.add(app, "Assistant", "assistant_admin.show", ("admin",))
     app.register_blueprint(tokens.bp, url_prefix="/account/tokens")
+
+    from app.blueprints import knowledge
+
+    app.register_blueprint(knowledge.bp)

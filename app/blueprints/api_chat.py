@@ -23,7 +23,8 @@ from app.chat import turns
 from app.chat.conversations import get_own_conversation, sidebar_query
 from app.chat.purge import purge_conversation
 from app.extensions import db
-from app.models import Agent, Message
+from app.models import Agent, Conversation, Message, Run
+from app.models.chat import ACTIVE_STATUSES
 from app.runtime import events as run_events
 from app.runtime import execution
 
@@ -145,20 +146,37 @@ def _send(conversation, body: NewMessage) -> str:
     return run.id
 
 
-def agui_stream(app, thread_id: str, run_id: str):
-    """Follow the run's stored events and encode them in AG-UI, ending with the checked answer."""
-    yield agui.frame(agui.started(thread_id, run_id))
-    seq = 0
+@bp.route("/agent/<run_id>")
+@documented(tags=("stream",), HTTP_200=None)
+def agent_resume(run_id: str):
+    """Resume the AG-UI stream of one of the user's runs after a sequence number (`Last-Event-ID` or `?after=`)."""
+    run = db.session.scalar(db.select(Run).join(Run.conversation).where(
+        Run.id == run_id, Run.user_id == current_user.id, Conversation.deleted_at.is_(None)))
+    if run is None:
+        raise ApiError(404, "There is no such run of yours.")
+    after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
+    follow = agui_stream(current_app._get_current_object(), str(run.conversation_id), run.id, after)
+    return Response(stream_with_context(follow), mimetype="text/event-stream",
+                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def agui_stream(app, thread_id: str, run_id: str, after: int = 0):
+    """Follow the run's stored events after `after` and encode them in AG-UI, ending with the checked answer."""
+    if after <= 0:
+        yield agui.frame(agui.started(thread_id, run_id), 0)
+    seq = max(after, 0)
     while True:
         with app.app_context():
             stored = run_events.events_after(run_id, seq)
             end = next((e for e in stored if e.type == run_events.END), None)
-            frames = [agui.frame(item) for event in stored for item in agui.tool_events(event)]
+            frames = [agui.frame(item, event.seq) for event in stored for item in agui.tool_events(event)]
             if end is not None:
                 message = db.session.get(Message, (end.data or {}).get("message_id") or 0)
-                frames += [agui.frame(item) for item in agui.ending(thread_id, run_id, message)]
+                frames += [agui.frame(item, end.seq) for item in agui.ending(thread_id, run_id, message)]
             seq = stored[-1].seq if stored else seq
+            # Past the end already (a client resuming after it), or the run went with its conversation.
+            status = db.session.scalar(db.select(Run.status).where(Run.id == run_id)) if not stored else None
         yield from frames
-        if end is not None:
+        if end is not None or (not stored and status not in ACTIVE_STATUSES):
             return
         run_events.wait_for_events(run_id, seq, run_events.recheck_seconds(app))

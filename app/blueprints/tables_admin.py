@@ -31,6 +31,7 @@ from app.tables.schema import (
     get_table,
     remove_field,
 )
+from app.tables.settings import apply_settings
 from app.web.security import admin_required
 
 bp = Blueprint("tables_admin", __name__)
@@ -115,10 +116,8 @@ def update(name: str):
     form = _settings_form(definition, request.form)
     if not form.validate_on_submit():
         return render_show(definition, 422, settings=form)
-    definition.label = form.label.data.strip()
-    definition.description = (form.description.data or "").strip()
-    definition.assistant_agent_id = form.assistant_agent_id.data or None
-    definition.permissions = permissions_from_form(request.form)
+    apply_settings(definition, form.label.data, form.description.data or "", permissions_from_form(request.form),
+                   form.assistant_agent_id.data or None)
     db.session.commit()
     flash("Saved the table's settings and permissions.")
     return redirect(url_for("tables_admin.show", name=name))

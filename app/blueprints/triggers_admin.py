@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
-from wtforms.fields.choices import SelectChoice
 
 from app.extensions import db
-from app.models import Agent, DataTable, Run, Trigger, TriggerRun, User
+from app.models import Run, Trigger, TriggerRun
 from app.models.tables import new_hook_token
+from app.triggers.editing import check_form, save_trigger, trigger_form
 from app.triggers.forms import TriggerForm
 from app.triggers.schedules import next_time
 from app.web.security import admin_required
@@ -22,34 +22,7 @@ def get_trigger(trigger_id: int) -> Trigger:
 
 
 def _form(trigger: Trigger | None = None, formdata=None) -> TriggerForm:
-    form = TriggerForm(formdata=formdata, obj=trigger if formdata is None else None)
-    tables = db.session.scalars(db.select(DataTable).order_by(DataTable.label))
-    form.table_id.choices = [SelectChoice(0, "—")] + [SelectChoice(t.id, t.label) for t in tables]
-    agents = db.session.scalars(db.select(Agent).order_by(Agent.name))
-    form.agent_id.choices = [SelectChoice(a.id, a.name) for a in agents]
-    users = db.session.scalars(db.select(User).where(User.active.is_(True), User.role != "guest")
-                               .order_by(User.name))
-    form.run_as_id.choices = [SelectChoice(u.id, f"{u.name} ({u.role})") for u in users]
-    if formdata is None and trigger is not None:
-        form.table_id.data = trigger.table_id or 0
-    elif formdata is None:
-        form.table_id.data = request.args.get("table", 0, type=int)
-    return form
-
-
-def _save(form: TriggerForm, trigger: Trigger) -> None:
-    trigger.name = form.name.data.strip()
-    trigger.kind = form.kind.data
-    trigger.active = form.active.data
-    trigger.table_id = form.table_id.data or None
-    trigger.events = list(form.events.data or []) if trigger.kind == "event" else []
-    trigger.cron = (form.cron.data or "").strip() or None if trigger.kind == "schedule" else None
-    trigger.agent_id = form.agent_id.data
-    trigger.run_as_id = form.run_as_id.data
-    trigger.prompt = form.prompt.data
-    trigger.write_back_field = (form.write_back_field.data or "").strip() or None
-    if trigger.kind == "webhook" and not trigger.token:
-        trigger.token = new_hook_token()
+    return trigger_form(trigger, formdata, table_id=request.args.get("table", 0, type=int))
 
 
 @bp.route("/")
@@ -73,10 +46,10 @@ def new():
 @admin_required
 def create():
     form = _form(formdata=request.form)
-    if not form.check(db.session.get(DataTable, form.table_id.data or 0)):
+    if not check_form(form):
         return render_template("tables/trigger.html", trigger=None, form=form, runs=[]), 422
     trigger = Trigger()
-    _save(form, trigger)
+    save_trigger(form, trigger)
     db.session.add(trigger)
     db.session.commit()
     flash(f"Created the trigger {trigger.name}.")
@@ -96,10 +69,10 @@ def show(trigger_id: int):
 def update(trigger_id: int):
     trigger = get_trigger(trigger_id)
     form = _form(trigger, request.form)
-    if not form.check(db.session.get(DataTable, form.table_id.data or 0)):
+    if not check_form(form):
         return render_template("tables/trigger.html", trigger=trigger, form=form, runs=_recent_runs(trigger),
                                next_time=next_time), 422
-    _save(form, trigger)
+    save_trigger(form, trigger)
     db.session.commit()
     flash(f"Saved the trigger {trigger.name}.")
     return redirect(url_for("triggers_admin.show", trigger_id=trigger.id))

@@ -4,6 +4,8 @@ from app.models.agents import Agent, ModelConfig
 from app.models.approvals import ApprovalRecord, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
 from app.models.compaction import CompactionRecord
+from app.models.evals import EvalCaseResult, EvalRun
+from app.models.knowledge import KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.models.memories import Memory
 from app.models.settings import InstanceSetting
 from app.models.shares import Share
@@ -20,7 +22,12 @@ __all__ = [
     "Conversation",
     "DataField",
     "DataTable",
+    "EvalCaseResult",
+    "EvalRun",
     "InstanceSetting",
+    "KnowledgeBase",
+    "KnowledgeDocument",
+    "KnowledgePassage",
     "Memory",
     "Message",
     "ModelConfig",

@@ -1,11 +1,53 @@
 """What the runtime offers skills, built-in or installed: the one module of the runtime a skill imports.
 
-`Skill` and `SkillContext` are the contract itself (app/runtime/skill.py); the rest are the runtime's
-services a skill may build on. import-linter checks that skills import nothing else of the runtime.
+`Skill`, `SkillContext` and `TurnEnd` are the contract itself (app/runtime/skill.py); the rest are the
+runtime's services a skill may build on. import-linter checks that skills import nothing else of the
+runtime (see `[tool.importlinter]` in pyproject.toml).
 """
 
 from __future__ import annotations
 
-from app.runtime.skill import Built, Skill, SkillContext, TurnEnd
+from app.runtime import evidence
+from app.runtime.builder import AgentSpec, Person, build_agent
+from app.runtime.compaction import CompactionResult, Summarizer, compact, threshold_target
+from app.runtime.context_size import MAX_RATIO, estimate_tokens, usage_ratio
+from app.runtime.deferred import ASKS_USER, CARD_KEY
+from app.runtime.events import HEADER, NOTICE
+from app.runtime.history import load_history
+from app.runtime.loop import run as run_on_loop
+from app.runtime.model_choice import model_spec_for
+from app.runtime.outcome import step_result
+from app.runtime.prompts import clock_variables, render_prompt
+from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
+from app.runtime.skill import (
+    GROUP_KEY,
+    MUTATES_KEY,
+    ROUTING_ONLY_KEY,
+    Built,
+    Skill,
+    SkillContext,
+    ToolGroup,
+    TurnEnd,
+)
 
-__all__ = ["Built", "Skill", "SkillContext", "TurnEnd"]
+__all__ = [
+    # The contract
+    "Built", "Skill", "SkillContext", "TurnEnd",
+    # Tool groups and the tool metadata keys every skill may set
+    "ToolGroup", "GROUP_KEY", "MUTATES_KEY", "ROUTING_ONLY_KEY",
+    # Models and agents: which model a conversation runs on, building one, building another agent
+    "ModelSpec", "ModelUnavailable", "build_model", "model_spec_for", "AgentSpec", "Person", "build_agent",
+    # The runtime's loop and a conversation's model context
+    "run_on_loop", "load_history",
+    # Run events a tool may show on the page (SkillContext.tell_page)
+    "HEADER", "NOTICE",
+    # What a mutation did, bounded and value-free (action memory, answer checks): a module; a tool step's state
+    "evidence", "step_result",
+    # Calls that wait for a person
+    "ASKS_USER", "CARD_KEY",
+    # Sandboxed prompt templates
+    "clock_variables", "render_prompt",
+    # Compaction's mechanics
+    "MAX_RATIO", "CompactionResult", "Summarizer", "compact", "estimate_tokens", "threshold_target",
+    "usage_ratio",
+]

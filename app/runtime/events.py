@@ -176,8 +176,11 @@ class EventWriter:
         self.holding = True
 
     def emit(self, type_: str, data: dict[str, Any]) -> None:
-        self.flush()
-        self._store([self._row(type_, data)])
+        """Store an event, after the text not yet stored, in one commit."""
+        self._last_flush = time.monotonic()
+        self._cancel_timer()
+        rows = [self._pending_text()] if self._text and not self.holding else []
+        self._store([*rows, self._row(type_, data)])
 
     def flush(self) -> None:
         self._last_flush = time.monotonic()

@@ -34,6 +34,10 @@ MODEL_NAME = "skilldesk-offline"
 INTRO = "(Offline model)"
 # Instructions that contain this marker ask for a summary instead of an answer.
 SUMMARY_MARKER = "[[skilldesk:summarize]]"
+# How pydantic-ai frames what it says in the user's place (e.g. "the following tools are now available").
+SYSTEM_FRAME = "<system>"
+# Tool metadata key: regular expressions with named groups that fill the tool's arguments from the message.
+OFFLINE_PATTERNS = "offline_patterns"
 SUMMARY_HEADINGS = ("Objective", "Done so far", "Decisions", "Left to do", "Identifiers")
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -112,10 +116,21 @@ def report(returns: list[ToolReturnPart | RetryPromptPart]) -> str:
         if isinstance(part, RetryPromptPart):
             lines.append(f"- `{part.tool_name}` asked for a correction: {_shorten(str(part.content), 600)}")
         elif part.outcome != "success":
-            lines.append(f"- `{part.tool_name}` failed: {_shorten(part.model_response_str(), 600)}")
+            lines.append(f"- `{part.tool_name}` failed: {_shorten(_summary(part.model_response_str()), 600)}")
         else:
-            lines.append(f"- `{part.tool_name}` returned: {_shorten(part.model_response_str(), 1500)}")
+            lines.append(f"- `{part.tool_name}` returned: {_shorten(_summary(part.model_response_str()), 1500)}")
     return "\n".join(lines)
+
+
+def _summary(text: str) -> str:
+    """Return the `summary` (or the `error`) a JSON result states, when it has one, else the result as it came."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    said = next((value[key] for key in ("summary", "error") if isinstance(value, dict)
+                 and isinstance(value.get(key), str)), None)
+    return said if said is not None else text
 
 
 def best_tool(prompt: str, tools: list[ToolDefinition], exclude: set[str] = frozenset()) -> ToolDefinition | None:
@@ -141,9 +156,11 @@ def fill_arguments(tool: ToolDefinition, prompt: str, output: bool = False) -> d
     numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", prompt)]
     quoted = re.findall(r"[\"“']([^\"”']+)[\"”']", prompt)
     urls = re.findall(r"https?://\S+", prompt)
-    args: dict[str, Any] = {}
+    args: dict[str, Any] = _from_patterns(tool, prompt, properties, schema.get("$defs", {}))
     for name, prop in properties.items():
         kind = prop.get("type")
+        if name in args:
+            continue
         labelled = re.search(rf"\b{re.escape(name)}\s*[:=]\s*(\"[^\"]*\"|\S+)", prompt, re.IGNORECASE)
         if labelled:
             raw = labelled.group(1).strip('"')
@@ -166,12 +183,57 @@ def fill_arguments(tool: ToolDefinition, prompt: str, output: bool = False) -> d
         elif kind == "boolean" and name in required:
             args[name] = False
         elif kind == "array" and name in required:
-            args[name] = [prompt.strip()]
+            item = _labelled_object(_resolved(prop.get("items") or {}, schema.get("$defs", {})), prompt)
+            args[name] = [item] if item is not None else [prompt.strip()]
         elif kind == "object" and name in required:
             args[name] = {}
         if name not in args and name in required and "default" in prop:
             args[name] = prop["default"]
     return args
+
+
+def _resolved(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref", "")
+    return defs.get(ref.rsplit("/", 1)[-1], schema) if ref.startswith("#/$defs/") else schema
+
+
+def _from_patterns(tool: ToolDefinition, prompt: str, properties: dict[str, Any],
+                   defs: dict[str, Any]) -> dict[str, Any]:
+    """Fill arguments from the regular expressions a tool offers in its metadata (`OFFLINE_PATTERNS`).
+
+    A named group fills the argument of that name; text for an array becomes its items, split on commas
+    and "and", each item an object of the first property when the array holds objects.
+    """
+    for pattern in (tool.metadata or {}).get(OFFLINE_PATTERNS, ()):
+        found = re.search(pattern, prompt, re.IGNORECASE)
+        if found is None:
+            continue
+        args: dict[str, Any] = {}
+        for name, text in found.groupdict().items():
+            prop = properties.get(name) or {}
+            if not prop:
+                continue
+            if prop.get("type") == "array":
+                text = (text or "").strip().strip(".?!")
+                items = [part.strip() for part in re.split(r",\s*(?:and\s+)?|\s+and\s+", text) if part.strip()]
+                first = next(iter(_resolved(prop.get("items") or {}, defs).get("properties") or {}), None)
+                args[name] = [{first: item} for item in items] if first else items
+            elif text is not None:
+                args[name] = text.strip().strip(".?!")
+        return args
+    return {}
+
+
+def _labelled_object(schema: dict[str, Any], prompt: str) -> dict[str, Any] | None:
+    """Fill an object from "property value" pairs in the prompt ("name Ada, email ada@example.org")."""
+    if schema.get("type") != "object" or not schema.get("properties"):
+        return None
+    found = {}
+    for name in schema["properties"]:
+        match = re.search(rf"\b{re.escape(name)}\b\s*(?:[:=]|is)?\s*(\"[^\"]*\"|[^,;\n]+)", prompt, re.IGNORECASE)
+        if match:
+            found[name] = match.group(1).strip().strip('"').rstrip(".")
+    return found or None
 
 
 def title_words(prompt: str, limit: int = 40) -> str:
@@ -216,9 +278,11 @@ def _current_turn(messages: list[ModelMessage]) -> tuple[str, list, set[str]]:
         if isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart):
-                    prompt = part.content if isinstance(part.content, str) else " ".join(
+                    text = part.content if isinstance(part.content, str) else " ".join(
                         c for c in part.content if isinstance(c, str))
-                    start = index
+                    if text.startswith(SYSTEM_FRAME):  # the harness speaking (new tools), not the user
+                        continue
+                    prompt, start = text, index
     called = {
         part.tool_name
         for message in messages[start:]

@@ -88,7 +88,7 @@ def review_output(outcome: Outcome, writer: EventWriter) -> None:
 def answer_meta(outcome: Outcome) -> None:
     """Add what the skills' `answer_meta` hooks keep to the answer's metadata (e.g. the action memory)."""
     for skill, config, built in outcome.skills:
-        if getattr(skill, "answer_meta", None) is not None and built:
+        if skill.answer_meta is not None and built:
             outcome.meta.update(skill.answer_meta(config, built))
 
 

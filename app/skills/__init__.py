@@ -7,7 +7,7 @@ the same path into the registry.
 
 from __future__ import annotations
 
-from app.runtime.skill import Skill, SkillContext
-from app.skills.registry import get_skill, init_app, registry
+from app.runtime.contract import Skill, SkillContext
+from app.skills.registry import init_app, registry
 
-__all__ = ["Skill", "SkillContext", "get_skill", "init_app", "registry"]
+__all__ = ["Skill", "SkillContext", "init_app", "registry"]

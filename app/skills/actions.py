@@ -26,7 +26,7 @@ from app.extensions import db
 from app.guards.credentials import HeaderLines, fill_headers
 from app.guards.outbound import fetch, policy_from_config
 from app.models import User
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 from app.skills.subagent import TOOL_NAME, delegate, reach
 from app.tables import permissions, records, schema
 

@@ -7,8 +7,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.runtime.deferred import ASKS_USER, CARD_KEY
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import ASKS_USER, CARD_KEY, Skill, SkillContext
 
 QUESTION_CHARS = 1_000
 OPTION_CHARS = 300

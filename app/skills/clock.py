@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 
 
 class Config(BaseModel):

@@ -22,13 +22,24 @@ from pydantic_ai.models import Model, ModelRequestContext
 
 from app.extensions import db, jobs
 from app.models import Agent, CompactionRecord, Conversation, Message, ModelConfig
-from app.runtime import loop
-from app.runtime.compaction import CompactionResult, Summarizer, compact, threshold_target
-from app.runtime.context_size import MAX_RATIO, estimate_tokens, usage_ratio
-from app.runtime.history import load_history
-from app.runtime.model_choice import model_spec_for
-from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
-from app.runtime.skill import Skill, SkillContext, TurnEnd
+from app.runtime.contract import (
+    MAX_RATIO,
+    CompactionResult,
+    ModelSpec,
+    ModelUnavailable,
+    Skill,
+    SkillContext,
+    Summarizer,
+    TurnEnd,
+    build_model,
+    compact,
+    estimate_tokens,
+    load_history,
+    model_spec_for,
+    run_on_loop,
+    threshold_target,
+    usage_ratio,
+)
 
 log = logging.getLogger(__name__)
 
@@ -291,7 +302,7 @@ def compact_stored_context(conversation: Conversation, trigger: str, instruction
     before = conversation.model_context
     messages = load_history(conversation)
     spec = summary_spec_for(config, model_spec_for(conversation.agent, conversation))
-    result = loop.run(compact_conversation_context(messages, config, spec, instructions, force=force),
+    result = run_on_loop(compact_conversation_context(messages, config, spec, instructions, force=force),
                       timeout=spec.timeout * 3 + 30)
     if result.changed:
         after = ModelMessagesTypeAdapter.dump_json(result.messages).decode()

@@ -22,7 +22,7 @@ from app.extensions import db
 from app.guards.outbound import OutboundPolicy, fetch, policy_from_config
 from app.guards.sandbox import Callbacks, SandboxLimits, SandboxMemoryExceeded, SandboxTimeout, ScriptError, run_script
 from app.models import DataTable, User
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 from app.tables import permissions, records
 from app.tables.schema import get_table
 

@@ -18,7 +18,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.guards.html_text import html_to_text
 from app.guards.outbound import OutboundPolicy, OutboundRefused, OutboundResponse, fetch, policy_from_config
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "+json", "+xml")

@@ -15,7 +15,7 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.guards.sandbox import SandboxLimits, SandboxMemoryExceeded, SandboxTimeout, ScriptError, run_function
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 
 ArgumentType = Literal["string", "number", "integer", "boolean", "array", "object"]
 MB = 1024 * 1024

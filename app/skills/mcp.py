@@ -19,7 +19,7 @@ from pydantic_ai.toolsets import AbstractToolset, DynamicToolset
 
 from app.guards.credentials import ENV_NAME, HeaderLines, MissingSecret, fill_headers
 from app.guards.outbound import guarded_async_client, policy_from_config
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 
 if TYPE_CHECKING:
     from pydantic_ai.mcp import MCPToolset

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_ai import ModelRetry
+from pydantic_ai import ModelRetry, ToolReturn
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.knowledge.memories import MAX_CHARS, MemoryUnavailable, clean_text, recall, relevance, remember, text_error
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import MUTATES_KEY, Skill, SkillContext
 
 INSTRUCTIONS = (
     "You have a long-term memory. Use search_memory when earlier conversations may hold the answer "
@@ -43,8 +43,8 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
     toolset = FunctionToolset(instructions=INSTRUCTIONS)
     scope = {"user_id": ctx.user_id, "agent_id": ctx.agent_id, "personal": config.personal}
 
-    @toolset.tool_plain
-    def store_in_memory(text: str) -> str:
+    @toolset.tool_plain(metadata={MUTATES_KEY: True})
+    def store_in_memory(text: str) -> ToolReturn:
         """Remember one lasting fact (a preference, a name, a decision) for later conversations."""
         text = clean_text(text)
         if error := text_error(text, config.max_chars):
@@ -54,7 +54,8 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
                 memory, created = remember(text, **scope)
             except MemoryUnavailable as unavailable:
                 raise ToolFailed(str(unavailable)) from unavailable
-            return f"{'Remembered' if created else 'Already remembered'} (memory {memory.id})."
+            return ToolReturn(f"{'Remembered' if created else 'Already remembered'} (memory {memory.id}).",
+                              metadata={"outcome": {"id": memory.id, "changed": created, "reused": not created}})
 
     @toolset.tool_plain
     def search_memory(query: str) -> list[dict[str, Any]] | str:

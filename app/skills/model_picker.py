@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.extensions import db
 from app.models import Agent, Conversation, ModelConfig
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 
 NAME = "model_picker"
 

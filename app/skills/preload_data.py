@@ -15,8 +15,7 @@ from pydantic_ai.capabilities import Capability
 
 from app.extensions import db
 from app.models import User
-from app.runtime.prompts import clock_variables, render_prompt
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext, clock_variables, render_prompt
 from app.tables.markdown import markdown_table
 from app.tables.permissions import allowed
 from app.tables.records import BadFilter, Filter, UnknownField, page_of_rows, select_rows

@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 
 from flask import Flask, current_app
 
-from app.runtime.skill import Skill
+from app.runtime.contract import Skill
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,11 @@ BUILTINS: tuple[str, ...] = (
     "app.skills.preload_data",
     "app.skills.compaction",
     "app.skills.ui_proposals",
+    "app.skills.workspace",
     "app.skills.tool_routing",
+    "app.skills.action_memory",
+    "app.skills.answer_checks",
+    "app.skills.knowledge",
 )
 
 
@@ -65,8 +69,3 @@ def init_app(app: Flask) -> None:
 def registry() -> dict[str, Skill]:
     """Return the current app's skills by name."""
     return current_app.extensions["skills"]
-
-
-def get_skill(name: str) -> Skill | None:
-    """Return the named skill of the current app, if registered."""
-    return registry().get(name)

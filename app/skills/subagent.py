@@ -20,10 +20,7 @@ from pydantic_ai.usage import UsageLimits
 
 from app.extensions import db
 from app.models import Agent, Conversation, Message, User
-from app.runtime import events as run_events
-from app.runtime.builder import AgentSpec, Person, build_agent
-from app.runtime.model_choice import model_spec_for
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import HEADER, NOTICE, AgentSpec, Person, Skill, SkillContext, build_agent, model_spec_for
 
 # Keys of SkillContext.extras that travel down a chain of delegations.
 DEPTH = "subagent_depth"
@@ -159,8 +156,8 @@ def hand_over(skill_ctx: SkillContext, hop: Hop, reason: str, handover_prompt: s
         db.session.add(notice)
         db.session.commit()
         notice_id = notice.id
-    skill_ctx.tell_page(run_events.NOTICE, {"message_id": notice_id})
-    skill_ctx.tell_page(run_events.HEADER, {})
+    skill_ctx.tell_page(NOTICE, {"message_id": notice_id})
+    skill_ctx.tell_page(HEADER, {})
     # The result stays in the model context, so the next agent reads the handover prompt on its first turn.
     return (f"Handed over: from the user's next message on, {name} answers in this conversation. "
             f"Tell the user so in one short sentence and stop.\n\n"

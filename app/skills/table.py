@@ -12,13 +12,13 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_ai import ModelRetry
+from pydantic_ai import ModelRetry, ToolReturn
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.extensions import db
 from app.models import DataTable, User
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import MUTATES_KEY, Skill, SkillContext
 from app.tables.markdown import describe_fields, markdown_table
 from app.tables.permissions import allowed
 from app.tables.records import (
@@ -73,6 +73,9 @@ class Condition(BaseModel):
     value: str | int | float | bool | None = None
 
 
+MUTATION = {MUTATES_KEY: True}
+
+
 def build(config: Config, ctx: SkillContext) -> FunctionToolset:
     toolset = FunctionToolset()
     with ctx.app_context():
@@ -84,11 +87,11 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
                                          f"match text in any field, filter by field conditions. "
                                          f"Fields: {fields}.")
         if config.allow_insert:
-            toolset.add_function(_insert_tool(name, ctx), name=f"insert_{name}",
+            toolset.add_function(_insert_tool(name, ctx), name=f"insert_{name}", metadata=MUTATION,
                                  description=f"Insert (add, create) a row into the table {label} ({name}). "
                                              f"Fields: {fields}.")
         if config.allow_update:
-            toolset.add_function(_update_tool(name, ctx), name=f"update_{name}",
+            toolset.add_function(_update_tool(name, ctx), name=f"update_{name}", metadata=MUTATION,
                                  description=f"Update (change, edit) a row of the table {label} ({name}) "
                                              f"by id. Fields: {fields}.")
     return toolset
@@ -137,8 +140,8 @@ def _query_tool(name: str, config: Config, ctx: SkillContext) -> Callable[..., s
     return query
 
 
-def _insert_tool(name: str, ctx: SkillContext) -> Callable[..., str]:
-    def insert(values: dict[str, Any]) -> str:
+def _insert_tool(name: str, ctx: SkillContext) -> Callable[..., ToolReturn]:
+    def insert(values: dict[str, Any]) -> ToolReturn:
         """Insert a row.
 
         Args:
@@ -151,14 +154,14 @@ def _insert_tool(name: str, ctx: SkillContext) -> Callable[..., str]:
                 raise ModelRetry(_errors(definition, errors))
             row_id = insert_row(definition, clean, user_id=ctx.user_id, run_id=ctx.run_id)
             definition = get_table(name)
-            return f"Inserted row {row_id} into {definition.label}:\n\n" + markdown_table(
-                definition, [get_row(definition, row_id) or {}])
+            return ToolReturn(f"Inserted row {row_id} into {definition.label}:\n\n" + markdown_table(
+                definition, [get_row(definition, row_id) or {}]), metadata=_outcome(name, row_id))
 
     return insert
 
 
-def _update_tool(name: str, ctx: SkillContext) -> Callable[..., str]:
-    def update(id: int, values: dict[str, Any]) -> str:  # noqa: A002 - the field is called id
+def _update_tool(name: str, ctx: SkillContext) -> Callable[..., ToolReturn]:
+    def update(id: int, values: dict[str, Any]) -> ToolReturn:  # noqa: A002 - the field is called id
         """Change some fields of a row.
 
         Args:
@@ -174,9 +177,15 @@ def _update_tool(name: str, ctx: SkillContext) -> Callable[..., str]:
                 raise ModelRetry(_errors(definition, errors))
             row = update_row(definition, id, clean, user_id=ctx.user_id, run_id=ctx.run_id)
             definition = get_table(name)
-            return f"Updated row {id} of {definition.label}:\n\n" + markdown_table(definition, [row or {}])
+            return ToolReturn(f"Updated row {id} of {definition.label}:\n\n" + markdown_table(
+                definition, [row or {}]), metadata=_outcome(name, id))
 
     return update
+
+
+def _outcome(table: str, row_id: int) -> dict[str, Any]:
+    """What action memory keeps of a row write: the row's id and the count, never its values."""
+    return {"outcome": {"table": table, "row_ids": [row_id], "count": 1}}
 
 
 def _errors(definition: DataTable, errors: dict[str, str]) -> str:

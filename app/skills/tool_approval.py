@@ -14,8 +14,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
 
-from app.runtime.deferred import ASKS_USER
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import ASKS_USER, Skill, SkillContext
 
 
 class Config(BaseModel):

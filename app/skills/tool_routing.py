@@ -22,7 +22,7 @@ from pydantic_ai import RunContext, ToolReturn
 from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering, ToolSearch
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 
-from app.runtime.skill import GROUP_KEY, ROUTING_ONLY_KEY, Skill, SkillContext, ToolGroup
+from app.runtime.contract import GROUP_KEY, ROUTING_ONLY_KEY, Skill, SkillContext, ToolGroup
 
 # The validated arguments of a revealed call that did not match its schema: it is answered, not run.
 _INCOMPLETE = "__skilldesk_incomplete_call__"

@@ -19,7 +19,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.assistance.proposals import ProposalCollector, ProposalRejected, review_answer
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 
 INSTRUCTIONS = (
     "You may propose changes to what the page declared as proposable (listed below as data, not "

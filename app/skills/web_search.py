@@ -24,7 +24,7 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
 from app.guards.html_text import html_to_text
 from app.guards.outbound import OutboundPolicy, OutboundRefused, fetch, policy_from_config
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext
 
 Backend = Literal["duckduckgo", "searxng", "tavily", "brave"]
 BACKEND_NAMES = {"duckduckgo": "DuckDuckGo", "searxng": "SearXNG", "tavily": "Tavily", "brave": "Brave"}

@@ -48,7 +48,7 @@ class TriggerForm(FlaskForm):
 
     def check(self, table) -> bool:
         """Validate, then apply the rules that depend on the kind; errors go beside the fields."""
-        ok = self.validate_on_submit()
+        ok = self.validate()  # views call this on POST only; tools have no request
         problem = check_prompt(self.prompt.data or "")
         if problem:
             add_error(self.prompt, problem)

@@ -27,7 +27,8 @@ def parse(response) -> list:
     assert "\r" not in body and body.endswith("\n\n")
     events = []
     for block in body.strip("\n").split("\n\n"):
-        name_line, data_line = block.split("\n")
+        id_line, name_line, data_line = block.split("\n")
+        assert id_line.startswith("id: ") and int(id_line[4:]) >= 0
         assert name_line.startswith("event: ") and data_line.startswith("data: ")
         event = EVENTS.validate_json(data_line[len("data: "):])
         assert name_line == f"event: {event.type.value}"
@@ -135,3 +136,25 @@ def test_someone_elses_thread_is_404_and_a_control_plane_key_is_422(client, auth
     auth.logout()
     auth.login_as("user")
     assert stream(client, {"threadId": conversation_id, "message": "Hi"}).status_code == 404
+
+
+def test_the_stream_resumes_after_a_sequence_number(client, thread):
+    script = Script([("current_time", {"timezone": "UTC"})], "It is late.")
+    response = stream(client, {"threadId": thread(script, [{"name": "clock", "config": {}}]), "message": "Time?"})
+    blocks = response.get_data(as_text=True).strip("\n").split("\n\n")
+    ids = [int(block.split("\n")[0][4:]) for block in blocks]
+    assert ids == sorted(ids) and ids[0] == 0
+    run_id = parse(response)[0].run_id
+    call_seq = ids[1]  # the stored tool call: its START, ARGS and END share its id
+    resumed = client.get(f"/api/agent/{run_id}", headers={"Last-Event-ID": str(call_seq)})
+    events = parse(resumed)
+    assert events[0].type == EventType.TOOL_CALL_RESULT and events[-1].type == EventType.RUN_FINISHED
+    assert client.get(f"/api/agent/{run_id}?after={ids[-1]}").get_data(as_text=True) == ""  # nothing after the end
+
+
+def test_someone_elses_run_cannot_be_resumed(client, auth, thread):
+    response = stream(client, {"threadId": thread(Script("Hi")), "message": "Hi"})
+    run_id = parse(response)[0].run_id
+    auth.logout()
+    auth.login_as("user")
+    assert client.get(f"/api/agent/{run_id}").status_code == 404

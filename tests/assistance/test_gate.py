@@ -93,10 +93,11 @@ def test_an_admin_switches_the_assistant_off_and_on_from_the_admin_page(app, cli
 
 # --- capabilities ---------------------------------------------------------------------------------
 
-def test_capabilities_of_a_user_with_the_demo_agent(client, auth):
+def test_capabilities_of_a_user_with_the_seeded_agents(client, auth):
     auth.login_as("user")
+    # The seeded Workspace assistant has the ui_proposals skill.
     assert client.get("/api/assistant/capabilities").json == {"data": {
-        "enabled": True, "configured": True, "features": {"help": True, "proposals": False, "streaming": True}}}
+        "enabled": True, "configured": True, "features": {"help": True, "proposals": True, "streaming": True}}}
 
 
 def test_capabilities_say_proposals_when_an_agent_of_the_user_has_the_skill(app, client, auth):

@@ -112,3 +112,26 @@ def server(embeddings_server: EmbeddingsServer) -> EmbeddingsServer:
 def store(tmp_path: Path, minilm: Embedder) -> VectorStore:
     """Return an embedded Chroma store in tmp_path that embeds with MiniLM."""
     return store_from_config({"CHROMA_PATH": str(tmp_path / "chroma"), "EMBEDDINGS": "minilm"})
+
+
+@pytest.fixture
+def knowledge_base(app, minilm):
+    """Return a factory of knowledge bases (inside the app context); their vectors are dropped afterwards."""
+    from app.extensions import db
+    from app.knowledge.library import vector_store
+    from app.models import KnowledgeBase
+
+    made: list[str] = []
+
+    def make(name: str = "Handbook", **fields) -> KnowledgeBase:
+        kb = KnowledgeBase(name=name, **fields)
+        db.session.add(kb)
+        db.session.commit()
+        vector_store().drop(kb.collection)  # an id reused after an earlier test's rows were emptied
+        made.append(kb.collection)
+        return kb
+
+    with app.app_context():
+        yield make
+        for collection in made:
+            vector_store().drop(collection)

@@ -1,0 +1,179 @@
+"""Knowledge bases: admin pages (bases, documents, chunk preview, retrieval console) and the passage pages."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from app.extensions import db
+from app.knowledge.chunking import chunk
+from app.knowledge.indexing import queue_indexing
+from app.knowledge.library import delete_document, delete_knowledge_base, put_document, sync_folder
+from app.knowledge.search import retrieve
+from app.models import ROLES, KnowledgeBase, KnowledgeDocument, KnowledgePassage
+from app.web import navigation
+from app.web.security import admin_required, member_required
+
+bp = Blueprint("knowledge", __name__)
+bp.record_once(lambda state: navigation.add(state.app, "Knowledge", "knowledge.index", ("admin",)))
+
+
+def _kb(kb_id: int) -> KnowledgeBase:
+    return db.session.get(KnowledgeBase, kb_id) or abort(404)
+
+
+def _form_errors(form) -> tuple[dict, dict]:
+    values = {"name": " ".join(form.get("name", "").split()), "description": form.get("description", "").strip(),
+              "roles": [r for r in form.getlist("roles") if r in ROLES], "folder": form.get("folder", "").strip()}
+    errors: dict[str, str] = {}
+    if not values["name"] or len(values["name"]) > 80:
+        errors["name"] = "Give the knowledge base a name of at most 80 characters."
+    for key, low, high, default in (("chunk_size", 200, 4000, 1000), ("chunk_overlap", 0, 1000, 150)):
+        raw = form.get(key, "").strip() or str(default)
+        if not raw.isdigit() or not low <= int(raw) <= high:
+            errors[key] = f"Enter a whole number from {low} to {high}."
+        else:
+            values[key] = int(raw)
+    if not errors.get("chunk_size") and not errors.get("chunk_overlap") and \
+            values["chunk_overlap"] * 2 >= values["chunk_size"]:
+        errors["chunk_overlap"] = "Keep the overlap under half the passage size."
+    if len(values["description"]) > 300:
+        errors["description"] = "Keep the description under 300 characters."
+    return values, errors
+
+
+@bp.route("/admin/knowledge/")
+@admin_required
+def index():
+    bases = db.session.scalars(db.select(KnowledgeBase).order_by(KnowledgeBase.name)).all()
+    return render_template("knowledge/index.html", bases=bases, values={}, errors={}, roles=ROLES)
+
+
+@bp.route("/admin/knowledge/", methods=["POST"])
+@bp.route("/admin/knowledge/<int:kb_id>/settings", methods=["POST"])
+@admin_required
+def save(kb_id: int | None = None):
+    values, errors = _form_errors(request.form)
+    kb = _kb(kb_id) if kb_id else KnowledgeBase()
+    clash = db.session.scalar(db.select(KnowledgeBase.id).where(KnowledgeBase.name == values["name"]))
+    if clash is not None and clash != kb.id:
+        errors["name"] = "Another knowledge base has this name."
+    if errors:
+        bases = db.session.scalars(db.select(KnowledgeBase).order_by(KnowledgeBase.name)).all()
+        template = "knowledge/base.html" if kb_id else "knowledge/index.html"
+        return render_template(template, bases=bases, kb=kb, values=values, errors=errors, roles=ROLES,
+                               result=None, query=""), 422
+    changed_chunks = kb.id and (kb.chunk_size, kb.chunk_overlap) != (values["chunk_size"], values["chunk_overlap"])
+    for key in ("name", "description", "roles", "chunk_size", "chunk_overlap"):
+        setattr(kb, key, values[key])
+    kb.folder = values["folder"] or None
+    db.session.add(kb)
+    if changed_chunks:
+        db.session.execute(db.update(KnowledgeDocument).where(KnowledgeDocument.knowledge_base_id == kb.id,
+                                                              KnowledgeDocument.status != "failed")
+                           .values(status="pending"))
+    db.session.commit()
+    if changed_chunks:
+        queue_indexing(kb)
+    flash("Knowledge base saved.")
+    return redirect(url_for("knowledge.base", kb_id=kb.id))
+
+
+@bp.route("/admin/knowledge/<int:kb_id>")
+@admin_required
+def base(kb_id: int):
+    kb = _kb(kb_id)
+    query = " ".join(request.args.get("q", "").split())[:500]
+    # The console's query is answered and forgotten: it is never logged or stored.
+    result = retrieve([kb], query, limit=request.args.get("limit", 10, type=int) or 10) if query else None
+    return render_template("knowledge/base.html", kb=kb, values={}, errors={}, roles=ROLES,
+                           result=result, query=query)
+
+
+@bp.route("/admin/knowledge/<int:kb_id>/progress")
+@admin_required
+def progress(kb_id: int):
+    return render_template("knowledge/_documents.html", kb=_kb(kb_id))
+
+
+@bp.route("/admin/knowledge/<int:kb_id>/upload", methods=["POST"])
+@admin_required
+def upload(kb_id: int):
+    kb = _kb(kb_id)
+    files = [f for f in request.files.getlist("files") if f and f.filename]
+    if not files:
+        return render_template("knowledge/base.html", kb=kb, values={}, errors={"files": "Choose a file."},
+                               roles=ROLES, result=None, query=""), 422
+    for file in files:
+        put_document(kb, f"upload:{file.filename}", file.filename, file.read())
+    db.session.commit()
+    queue_indexing(kb)
+    flash(f"{len(files)} document(s) added; indexing runs in the background.")
+    return redirect(url_for("knowledge.base", kb_id=kb.id))
+
+
+@bp.route("/admin/knowledge/<int:kb_id>/sync", methods=["POST"])
+@admin_required
+def sync(kb_id: int):
+    kb = _kb(kb_id)
+    try:
+        counts = sync_folder(kb)
+    except ValueError as error:
+        return render_template("knowledge/base.html", kb=kb, values={}, errors={"folder": str(error)},
+                               roles=ROLES, result=None, query=""), 422
+    queue_indexing(kb)
+    flash(", ".join(f"{n} {what}" for what, n in counts.items()) + ".")
+    return redirect(url_for("knowledge.base", kb_id=kb.id))
+
+
+@bp.route("/admin/knowledge/<int:kb_id>/delete", methods=["POST"])
+@admin_required
+def delete(kb_id: int):
+    delete_knowledge_base(_kb(kb_id))
+    flash("Knowledge base deleted with its documents, passages and indexes.")
+    return redirect(url_for("knowledge.index"))
+
+
+@bp.route("/admin/knowledge/documents/<int:document_id>")
+@admin_required
+def preview(document_id: int):
+    document = db.session.get(KnowledgeDocument, document_id) or abort(404)
+    kb = document.knowledge_base
+    planned = chunk(document.content, kb.chunk_size, kb.chunk_overlap) if document.content else []
+    indexed = db.session.scalars(db.select(KnowledgePassage).where(KnowledgePassage.document_id == document.id)
+                                 .order_by(KnowledgePassage.position)).all()
+    return render_template("knowledge/preview.html", document=document, kb=kb, planned=planned, indexed=indexed)
+
+
+@bp.route("/admin/knowledge/documents/<int:document_id>/delete", methods=["POST"])
+@admin_required
+def delete_doc(document_id: int):
+    document = db.session.get(KnowledgeDocument, document_id) or abort(404)
+    kb_id = document.knowledge_base_id
+    delete_document(document)
+    db.session.commit()
+    flash("Document deleted with its passages and indexes.")
+    return redirect(url_for("knowledge.base", kb_id=kb_id))
+
+
+def _readable(kb: KnowledgeBase) -> None:
+    if not kb.usable_by(current_user.role):
+        abort(404)  # the same answer as for a passage that does not exist
+
+
+@bp.route("/knowledge/passages/<int:passage_id>")
+@member_required
+def passage(passage_id: int):
+    found = db.session.get(KnowledgePassage, passage_id) or abort(404)
+    document = found.document
+    _readable(document.knowledge_base)
+    return render_template("knowledge/passage.html", passage=found, document=document)
+
+
+@bp.route("/knowledge/documents/<int:document_id>")
+@member_required
+def document(document_id: int):
+    found = db.session.get(KnowledgeDocument, document_id) or abort(404)
+    _readable(found.knowledge_base)
+    return render_template("knowledge/document.html", document=found,
+                           highlight=request.args.get("passage", type=int))

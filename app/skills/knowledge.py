@@ -1,0 +1,142 @@
+"""Knowledge bases: the agent searches documents and answers with citations checked against what it retrieved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_ai import ModelRetry
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.toolsets import FunctionToolset
+
+from app.knowledge.citations import (
+    TurnSources,
+    linked,
+    no_evidence_answer,
+    strip_invalid,
+    valid_citations,
+)
+from app.runtime.contract import Skill, SkillContext
+
+INSTRUCTIONS = (
+    "You can search knowledge bases with search_knowledge. For a question the documents may answer, search "
+    "first. Write `query` as a standalone search: for a follow-up, include what the conversation is about "
+    "(replace 'it', 'that' by the names they stand for). Results are numbered [1], [2]: cite every "
+    "statement you take from them with its number, and cite only numbers you were given in this turn. Say "
+    "plainly what the passages do not say; a missing passage proves neither that a feature exists nor that "
+    "it does not."
+)
+RECONSIDER = (
+    "Your answer cites none of the passages retrieved in this turn, so it cannot be shown. Reconsider the "
+    "same passages ({numbers}) once more: answer with whatever partial information they do support, citing "
+    "it as [n]; if they support nothing, say that the documents do not answer this."
+)
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    knowledge_bases: list[str] = Field(default_factory=list, title="Knowledge bases")
+    """Names of the knowledge bases to search; empty searches every one the user's role may use."""
+    results: int = Field(6, ge=1, le=20, title="Passages per search")
+    """How many passages one search returns at most."""
+    per_document: int = Field(3, ge=1, le=10, title="Passages per document")
+    """At most this many passages of one document in a search's results."""
+    min_score: float = Field(0.0, ge=0, le=1, title="Minimum fused score")
+    """Passages whose fused score (1.0 = first by meaning and by words) is lower are left out; applied after
+    fusion, never to the semantic or lexical score alone."""
+
+
+@dataclass
+class Knowledge(AbstractCapability[Any]):
+    """The search tool, and the check of the answer's citations."""
+
+    config: Config
+    skill_ctx: SkillContext
+    turn: TurnSources = field(default_factory=TurnSources)
+    reconsidered: int = 0
+    final: str | None = None
+
+    def get_toolset(self) -> FunctionToolset:
+        toolset = FunctionToolset(instructions=INSTRUCTIONS)
+
+        @toolset.tool_plain
+        def search_knowledge(query: str) -> str:
+            """Search the knowledge bases; `query` is a standalone search that carries the conversation's context."""
+            query = " ".join((query or "").split())
+            if not query:
+                raise ModelRetry("Say what to search for.")
+            return self.search(query)
+
+        return toolset
+
+    def search(self, query: str) -> str:
+        from app.knowledge.library import usable_bases
+        from app.knowledge.search import retrieve
+
+        with self.skill_ctx.app_context():
+            kbs = usable_bases(self.config.knowledge_bases, self.skill_ctx.role)
+            if not kbs:
+                raise ToolFailed("No knowledge base is available to this agent for your role.")
+            self.turn.searches.append(query)
+            self.turn.bases = [kb.name for kb in kbs]
+            found = retrieve(kbs, query, limit=self.config.results, per_document=self.config.per_document,
+                             min_score=self.config.min_score).kept
+            if not found:
+                return "No passage matched. Search again in other words, or say the documents do not answer this."
+            blocks = []
+            for scored in found:
+                passage = scored.passage
+                number = self.turn.number_for(passage.id, passage.document_id, passage.document.title,
+                                              passage.heading)
+                where = passage.document.title + (f" — {passage.heading}" if passage.heading else "")
+                blocks.append(f"[{number}] (passage {passage.id}) {where}\n{passage.text}")
+            return "\n\n".join(blocks)
+
+    async def after_output_process(self, ctx, *, output_context, output: Any) -> Any:
+        if getattr(ctx, "partial_output", False) or not isinstance(output, str):
+            return output
+        if self.turn.searches and self.turn.sources and not valid_citations(output, self.turn):
+            if self.reconsidered == 0:
+                self.reconsidered += 1
+                numbers = ", ".join(f"[{n}]" for n in self.turn.sources)
+                raise ModelRetry(RECONSIDER.format(numbers=numbers))
+        self.final = output
+        return output
+
+    def review_output(self, text: str) -> tuple[str, dict[str, Any]]:
+        """Remove citations not retrieved in this turn; with none left after searching, say so honestly."""
+        answer = strip_invalid(self.final if self.final is not None else text, self.turn)
+        meta: dict[str, Any] = {}
+        if self.turn.searches:
+            meta["knowledge"] = {"searches": list(self.turn.searches), "reconsidered": self.reconsidered}
+            if not valid_citations(answer, self.turn):
+                return no_evidence_answer(self.turn), meta
+        used = valid_citations(answer, self.turn)
+        if used:
+            meta.setdefault("knowledge", {})["citations"] = [
+                {"number": n, "passage_id": self.turn.sources[n].passage_id,
+                 "title": self.turn.sources[n].title} for n in used]
+        return linked(answer, self.turn, passage_url), meta
+
+
+def passage_url(passage_id: int) -> str:
+    return f"/knowledge/passages/{passage_id}"
+
+
+def build(config: Config, ctx: SkillContext) -> Knowledge:
+    return Knowledge(config, ctx)
+
+
+def check_answer(config: Config, built: list[Any], text: str) -> tuple[str, dict[str, Any]]:
+    """The `review_answer` hook: check the run's answer against the passages its searches retrieved."""
+    for item in built:
+        if isinstance(item, Knowledge):
+            return item.review_output(text)
+    return text, {}
+
+
+skill = Skill(name="knowledge", title="Knowledge bases", config=Config, build=build, description=__doc__.strip(),
+              review_answer=check_answer)

@@ -1,0 +1,165 @@
+"""Workspace tools: the agent builds in Skilldesk for its user — tables, fields, rows, agents, skills, triggers.
+
+Each tool is a thin call into app/workspace/, over the same domain functions the pages use, so the
+acting user's permissions are checked in one place, at each call: a refusal is a failed step
+(`ToolFailed`), a correctable mistake asks the model again (`ModelRetry`). Creation reuses exact-name
+matches and asks before changing them; sample data needs the user's own "example", "demo" or
+"sample". Row tools per table (`create/update/delete_rows_in_table_<id>`) are loaded by
+describe_table or create_table and stay for the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.toolsets import DynamicToolset, FunctionToolset
+
+from app.runtime.contract import GROUP_KEY, MUTATES_KEY, Skill, SkillContext, ToolGroup
+from app.workspace import automation, rows, tables
+from app.workspace.access import Invalid, Refused
+from app.workspace.row_tools import RowTools
+from app.workspace.rows import CreationTotals
+
+INSTRUCTIONS = (
+    "You build in Skilldesk for the user with the workspace tools, within their permissions. Look things up "
+    "(list_tables, describe_table, list_agents, list_triggers) before changing them. Creating something that "
+    "exists by name reuses it: when the result lists differences, report them and ask before changing, unless "
+    "the user already asked for those changes. Never invent records unless the user asked for an example, "
+    "demo or sample. Report only what the tool results say was done."
+)
+
+
+class FieldSpec(BaseModel):
+    """A field of a new table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    label: str | None = None
+    kind: str = "text"
+    required: bool = False
+    choices: list[str] | None = None
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    max_created_rows: int = Field(100, ge=1, le=1000, title="Rows created per table per turn")
+    """The most rows the agent may create in one table during one user turn, whatever tools it uses."""
+
+
+def _prompt(ctx: RunContext[Any]) -> str:
+    prompt = ctx.prompt
+    return prompt if isinstance(prompt, str) else " ".join(p for p in prompt or [] if isinstance(p, str))
+
+
+def build(config: Config, ctx: SkillContext) -> list:
+    def guard(call: Callable[[], Any]) -> Any:
+        with ctx.app_context():
+            try:
+                return call()
+            except Refused as refused:
+                raise ToolFailed(str(refused)) from None
+            except Invalid as invalid:
+                raise ModelRetry(str(invalid)) from None
+
+    row_tools = RowTools(ctx.user_id, ctx.run_id, CreationTotals(config.max_created_rows), guard, ctx.app_context)
+    user = ctx.user_id
+    toolset = FunctionToolset(instructions=INSTRUCTIONS)
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data"})
+    def list_tables(search: str = "") -> dict[str, Any]:
+        """List (find) the data tables you can read, those whose name or label contains `search` when given."""
+        return guard(lambda: tables.list_tables(user, search))
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data"})
+    def describe_table(table: str) -> dict[str, Any]:
+        """Describe a table (by name or label): its id, fields and kinds; loads its row tools."""
+        def describe() -> dict[str, Any]:
+            definition = tables.describe_table(user, table)
+            row_tools.load(definition.name)
+            return {**tables.table_summary(definition),
+                    "row_tools": [f"{verb}_rows_in_table_{definition.id}" for verb in ("create", "update", "delete")]}
+        return guard(describe)
+
+    @toolset.tool(sequential=True, metadata={GROUP_KEY: "data", MUTATES_KEY: True,
+                                             **tables.OFFLINE_CREATE_TABLE})
+    def create_table(run: RunContext[Any], label: str, fields: list[FieldSpec], description: str = "",
+                     confirm: bool = False, sample_rows: list[dict[str, Any]] | None = None,
+                     sample_data: bool = False) -> dict[str, Any]:
+        """Create (make, add, new) a data table with fields [{name, label, kind, required, choices}]; kinds:
+        text, long_text, integer, decimal, boolean, date, datetime, choice, link. A table of the same name is
+        reused, not changed: set confirm=true only when the user agreed to the listed differences.
+        sample_rows (with sample_data=true) only when the user asked for an example, demo or sample."""
+        def create() -> dict[str, Any]:
+            specs = [spec.model_dump(exclude_none=True) for spec in fields]
+            result = tables.create_table_with_fields(user, label, specs, description, confirm=confirm,
+                                                     sample_rows=sample_rows, sample_data=sample_data,
+                                                     prompt=_prompt(run))
+            if "name" in result:
+                row_tools.load(result["name"])
+            return result
+        return guard(create)
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data", MUTATES_KEY: True})
+    def update_table(table: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Update (change, rename) a table: changes may hold label, description, permissions ({action: [roles]}),
+        add_fields ([{name, label, kind, ...}]) and change_fields ({field: {name, label, required, choices}})."""
+        return guard(lambda: tables.update_table(user, table, changes))
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data"})
+    def list_rows(table: str, match: str = "", limit: int = 20) -> str:
+        """List (show, search) rows of a table, those containing `match` in any field when given."""
+        return guard(lambda: rows.list_rows(user, table, match, limit))
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation"})
+    def list_agents() -> dict[str, Any]:
+        """List the agents with their skills, and the installed skills (admin only)."""
+        return guard(lambda: automation.list_agents(user))
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", MUTATES_KEY: True})
+    def create_agent(name: str, instructions: str = "", description: str = "",
+                     skills: list[dict[str, Any]] | None = None, roles: list[str] | None = None,
+                     confirm: bool = False) -> dict[str, Any]:
+        """Create an agent with skills [{name, config}] (admin only). An agent of the same name is reused, not
+        changed: set confirm=true only when the user agreed to the listed differences."""
+        return guard(lambda: automation.create_agent(user, name, instructions, description, skills, roles, confirm))
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", MUTATES_KEY: True})
+    def update_agent(agent: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Update an agent by name: changes may hold name, description, instructions, roles, max_requests and
+        skills (the whole list, [{name, config}]) (admin only)."""
+        return guard(lambda: automation.update_agent(user, agent, changes))
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation"})
+    def list_triggers() -> dict[str, Any]:
+        """List the triggers that start agents on table events, webhooks and schedules (admin only)."""
+        return guard(lambda: automation.list_triggers(user))
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", MUTATES_KEY: True})
+    def create_trigger(settings: dict[str, Any], confirm: bool = False) -> dict[str, Any]:
+        """Create a trigger (admin only): settings name, kind (event, webhook, schedule), table, events (insert,
+        update, delete), cron, agent (by name), run_as (an email), prompt, active, write_back_field. A trigger of
+        the same name is reused: confirm=true only when the user agreed to the listed differences."""
+        return guard(lambda: automation.create_trigger(user, settings, confirm))
+
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", MUTATES_KEY: True})
+    def update_trigger(trigger: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Update a trigger by name (admin only); changes take the settings create_trigger takes."""
+        return guard(lambda: automation.update_trigger(user, trigger, changes))
+
+    return [toolset, DynamicToolset(row_tools.toolset, per_run_step=True)]
+
+
+def _admin(ctx: SkillContext) -> bool:
+    return ctx.role == "admin"  # a routing hint only: each tool reads the user's role again and refuses
+
+
+skill = Skill(name="workspace", title="Workspace tools", config=Config, build=build,
+              description=__doc__.strip().split("\n")[0],
+              tool_groups=(ToolGroup("data", "Tables, fields and rows"),
+                           ToolGroup("automation", "Agents, skills and triggers", can_use=_admin)))

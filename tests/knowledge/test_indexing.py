@@ -1,0 +1,125 @@
+"""Indexing: passages in the database, vectors in Chroma, lexical rows; re-indexing, crash resume, sync."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from app.extensions import db
+from app.knowledge import lexical
+from app.knowledge.indexing import index_document, index_knowledge_base, needs_indexing
+from app.knowledge.library import delete_document, delete_knowledge_base, put_document, sync_folder, vector_store
+from app.models import KnowledgeDocument, KnowledgePassage
+
+LONG = "\n\n".join(f"## Part {i}\n\n" + f"Section {i} explains topic number {i}. " * 30 for i in range(8))
+
+
+def add(kb, name="guide.md", body=LONG):
+    document = put_document(kb, f"upload:{name}", name, body.encode())
+    db.session.commit()
+    return document
+
+
+def vectors(kb, document):
+    return vector_store().get(kb.collection, where={"document_id": document.id})
+
+
+def test_indexing_stores_passages_vectors_and_lexical_rows(knowledge_base):
+    kb = knowledge_base()
+    document = add(kb)
+    index_knowledge_base.delay(kb.id)  # inline in tests
+    db.session.refresh(document)
+    assert document.status == "indexed" and document.passage_count > 5
+    assert document.passages_done == document.passage_count
+    assert len(vectors(kb, document)) == document.passage_count == lexical.count(kb.id)
+    passage = db.session.scalars(db.select(KnowledgePassage).order_by(KnowledgePassage.position)).first()
+    assert passage.embedded.startswith("Part 0\n") or passage.embedded.startswith("guide")
+    assert passage.meta == {"chunker_version": 2, "passage_count": document.passage_count}
+    assert not needs_indexing(document)
+
+
+def test_a_crash_mid_indexing_resumes_where_it_stopped(knowledge_base):
+    kb = knowledge_base()
+    document = add(kb, body=LONG * 3)
+    assert index_document(document, max_batches=1) is False  # the process died after one batch
+    db.session.refresh(document)
+    assert document.status == "indexing" and 0 < document.passages_done < document.passage_count
+    first_ids = {v.id for v in vectors(kb, document)}
+    assert needs_indexing(document)
+    index_knowledge_base.delay(kb.id)
+    db.session.refresh(document)
+    assert document.status == "indexed" and document.passages_done == document.passage_count
+    assert first_ids < {v.id for v in vectors(kb, document)}  # the done batch was kept, not redone
+    assert len(vectors(kb, document)) == document.passage_count
+
+
+def test_a_legacy_or_incomplete_index_is_made_again(knowledge_base):
+    kb = knowledge_base()
+    document = add(kb)
+    index_knowledge_base.delay(kb.id)
+    db.session.refresh(document)
+    # An index from an older chunker: rows and vectors say version 1.
+    db.session.execute(db.update(KnowledgePassage).values(chunker_version=1))
+    document.chunker_version = 1
+    db.session.commit()
+    assert needs_indexing(document)
+    index_knowledge_base.delay(kb.id)
+    db.session.refresh(document)
+    assert document.chunker_version == 2 and not needs_indexing(document)
+    # Incomplete: a vector went missing.
+    vector_store().delete(kb.collection, ids=[vectors(kb, document)[0].id])
+    assert needs_indexing(document)
+    index_knowledge_base.delay(kb.id)
+    assert len(vectors(kb, document)) == document.passage_count
+
+
+def test_an_unreadable_or_oversized_file_fails_alone(knowledge_base, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nThe good file is read.")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    (folder / "big.txt").write_text("x" * 2000)
+    kb = knowledge_base(folder=str(folder))
+    counts = sync_folder(kb, max_bytes=1000)
+    assert counts["added"] == 1 and counts["failed"] == 2
+    index_knowledge_base.delay(kb.id)
+    documents = {d.source: d for d in db.session.scalars(db.select(KnowledgeDocument))}
+    assert documents["folder:good.md"].status == "indexed"
+    assert documents["folder:broken.pdf"].status == "failed" and "could not be read" in documents[
+        "folder:broken.pdf"].error
+    assert "limit" in documents["folder:big.txt"].error
+
+
+def test_sync_adds_updates_and_deletes(knowledge_base, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nAlpha text.")
+    (folder / "b.md").write_text("# B\n\nBeta text.")
+    kb = knowledge_base(folder=str(folder))
+    assert sync_folder(kb)["added"] == 2
+    index_knowledge_base.delay(kb.id)
+    (folder / "a.md").write_text("# A\n\nAlpha text, changed.")
+    (folder / "b.md").unlink()
+    (folder / "c.md").write_text("# C\n\nGamma text.")
+    counts = sync_folder(kb)
+    assert (counts["added"], counts["updated"], counts["deleted"]) == (1, 1, 1)
+    index_knowledge_base.delay(kb.id)
+    titles = sorted(d.title for d in db.session.scalars(db.select(KnowledgeDocument)))
+    assert titles == ["A", "C"]
+    assert lexical.count(kb.id) == vector_store().count(kb.collection) == 2
+
+
+def test_deleting_removes_passages_vectors_and_lexical_rows(knowledge_base):
+    kb = knowledge_base()
+    first, second = add(kb, "one.md"), add(kb, "two.md", LONG.replace("topic", "subject"))
+    index_knowledge_base.delay(kb.id)
+    total = lexical.count(kb.id)
+    delete_document(first)
+    db.session.commit()
+    assert vectors(kb, first) == []
+    assert lexical.count(kb.id) == total - first.passage_count == second.passage_count
+    assert db.session.scalar(db.select(db.func.count()).where(KnowledgePassage.document_id == first.id)) == 0
+    delete_knowledge_base(kb)
+    assert vector_store().count(kb.collection) == 0
+    assert db.session.scalar(db.select(db.func.count()).select_from(KnowledgePassage)) == 0
+    if db.engine.dialect.name == "sqlite":
+        assert db.session.scalar(text("SELECT count(*) FROM knowledge_fts")) == 0

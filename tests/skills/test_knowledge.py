@@ -1,0 +1,106 @@
+"""The knowledge skill in real runs: search, checked citations, one reconsideration, the honest no-evidence answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.extensions import db
+from app.knowledge.embeddings import embedder_from_config
+from app.knowledge.indexing import index_knowledge_base
+from app.knowledge.library import put_document
+from app.models import KnowledgeBase, KnowledgePassage
+from tests.conftest import make_agent
+from tests.skill_chat import Script as BaseScript
+from tests.skill_chat import chat_with, scripted
+
+GUIDE = ("# Backups\n\nBackups run every night at 02:00 and are kept for 30 days.\n\n"
+         "## Restore\n\nRestore from the Backups page.")
+
+
+@pytest.fixture(autouse=True)
+def own_chroma(app, tmp_path):
+    embedder_from_config({"EMBEDDINGS": "minilm"}).embed(["warm up"])
+    app.config["CHROMA_PATH"] = str(tmp_path / "chroma")
+
+
+@pytest.fixture
+def user_client(client, auth):
+    auth.login_as("user")
+    return client
+
+
+@pytest.fixture
+def handbook(app) -> int:
+    with app.app_context():
+        kb = KnowledgeBase(name="Handbook", roles=["admin", "user"])
+        db.session.add(kb)
+        db.session.commit()
+        put_document(kb, "upload:guide.md", "guide.md", GUIDE.encode())
+        db.session.commit()
+        index_knowledge_base.delay(kb.id)
+        return kb.id
+
+
+class Script(BaseScript):
+    """The scripted model, also recording the retry prompts (ModelRetry on the answer) it was sent."""
+
+    def respond(self, messages, info):
+        if not (info.output_tools and not info.allow_text_output):
+            self.retries = [(str(p), 0) for m in messages for p in getattr(m, "parts", [])
+                            if "Reconsider the same passages" in str(p)]
+        return super().respond(messages, info)
+
+
+def agent(app, scripted_model, script, **settings) -> int:
+    with app.app_context():
+        return make_agent("Librarian", skills=[{"name": "knowledge", "config": settings}],
+                          model_config_id=scripted(scripted_model, script)).id
+
+
+SEARCH = [("search_knowledge", {"query": "when do backups run"})]
+
+
+def test_cited_answer_links_to_the_passage_and_an_invented_citation_is_removed(
+        app, user_client, scripted_model, handbook):
+    script = Script(SEARCH, "Backups run nightly at 02:00 [1]. They are encrypted [7].")
+    run, message = chat_with(app, user_client, agent(app, scripted_model, script), "When do backups run?")
+    assert "[7]" not in message.content
+    with app.app_context():
+        passage_id = db.session.scalars(db.select(KnowledgePassage.id)).first()
+    assert f"(/knowledge/passages/{passage_id})" in message.content
+    assert message.meta["knowledge"]["citations"][0]["passage_id"] == passage_id
+    assert '"query": "when do backups run"' in message.steps[0]["args"].replace('":"', '": "')
+    page = user_client.get(f"/knowledge/passages/{passage_id}")
+    assert page.status_code == 200 and b"<mark" in page.data and b"Backups" in page.data
+
+
+def test_no_valid_citation_reconsiders_the_same_passages_exactly_once(app, user_client, scripted_model, handbook):
+    script = Script(SEARCH, "Backups happen at some point [4].", "Backups run at 02:00 [1].")
+    run, message = chat_with(app, user_client, agent(app, scripted_model, script), "When?")
+    assert len(script.retries) == 1 and "Reconsider the same passages ([1]" in script.retries[0][0]
+    assert "02:00" in message.content and "[4]" not in message.content
+    assert message.meta["knowledge"]["reconsidered"] == 1
+
+
+def test_an_answer_left_without_citation_becomes_the_honest_no_evidence_answer(
+        app, user_client, scripted_model, handbook):
+    script = Script(SEARCH, "Backups are probably encrypted.", "I think they are encrypted.", "Third try")
+    run, message = chat_with(app, user_client, agent(app, scripted_model, script), "Are backups encrypted?")
+    assert len(script.retries) == 1  # one reconsideration, not two
+    assert len(script.infos) == 3
+    assert message.content.startswith("The documents do not answer this.")
+    assert "when do backups run" in message.content and "Handbook" in message.content
+    assert "encrypted" not in message.content
+
+
+def test_a_role_without_access_finds_nothing(app, user_client, scripted_model, handbook):
+    with app.app_context():
+        db.session.get(KnowledgeBase, handbook).roles = ["admin"]
+        db.session.commit()
+    script = Script(SEARCH, "Answer")
+    librarian = agent(app, scripted_model, script, knowledge_bases=["Handbook"])
+    run, message = chat_with(app, user_client, librarian, "When?")
+    assert message.steps[0]["failed"] and "No knowledge base" in message.steps[0]["result"]
+    with app.app_context():
+        passage_id = db.session.scalars(db.select(KnowledgePassage.id)).first()
+    assert user_client.get(f"/knowledge/passages/{passage_id}").status_code == 404

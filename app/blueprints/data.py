@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from app.assistance.context import ContextRejected, parse_context_text
@@ -21,7 +21,6 @@ from app.web.htmx import is_htmx
 
 bp = Blueprint("data", __name__)
 
-WAIT = "Wait for the current answer before sending another message."
 
 
 @bp.app_template_filter("cell")
@@ -172,7 +171,7 @@ def assistant(name: str):
         conversation = get_own_conversation(request.form.get("conversation_id", type=int), *turns.FOR_TURN)
         if conversation.agent_id != agent.id:
             abort(404)
-    error = _message_error(text, conversation)
+    error = turns.message_error(text, conversation)
     context = None
     if error is None:
         try:
@@ -186,7 +185,7 @@ def assistant(name: str):
         try:
             turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
         except turns.RunInProgress:  # another send started a run a moment ago
-            error = WAIT
+            error = turns.WAIT
         else:
             if not is_htmx():
                 return redirect(url_for("chat.show", conversation_id=conversation.id))
@@ -198,17 +197,6 @@ def assistant(name: str):
                            run=turns.active_run(conversation) if conversation else None, error=error,
                            text=text if error else "", context=request.form.get("context", ""))
     return page, 422 if error else 200
-
-
-def _message_error(text: str, conversation) -> str | None:
-    limit = current_app.config["MAX_MESSAGE_CHARS"]
-    if not text:
-        return "Write a message first."
-    if len(text) > limit:
-        return f"The message is too long ({len(text):,} characters; the limit is {limit:,})."
-    if conversation is not None and turns.active_run(conversation) is not None:
-        return WAIT
-    return None
 
 
 def _as_inputs(definition: DataTable, row: dict) -> dict[str, str]:

@@ -14,11 +14,11 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ToolFailed
-from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.toolsets import AbstractToolset
 
 from app.models import Agent, User
 from app.runtime.deferred import standing_approvals
+from app.runtime.profiles import profile_for
 from app.runtime.providers import ModelSpec, build_model
 from app.runtime.skill import Skill, SkillContext, _tool_names
 
@@ -133,14 +133,15 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
         built_skills.append((skill, skill.parse(entry.get("config")), items))
         for item in items:
             (toolsets if isinstance(item, AbstractToolset) else capabilities).append(item)
+    profile = profile_for(spec.model)
     agent = PydanticAgent(
         build_model(spec.model),
         name=spec.name,
         instructions=render_instructions(spec.instructions, person, spec.name) or None,
-        model_settings=spec.model.settings("chat"),
+        model_settings=profile.settings("orchestration"),
         capabilities=capabilities,
         toolsets=toolsets,
         # A run that waits for a person (approval, plan, question) ends with the calls it deferred.
-        output_type=[str, DeferredToolRequests],
+        output_type=profile.output_type("orchestration"),
     )
     return BuiltAgent(agent=agent, context=context, capabilities=capabilities, skills=built_skills)

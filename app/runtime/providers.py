@@ -1,6 +1,7 @@
 """Turn a model configuration into a pydantic-ai model and its settings, for one role.
 
-Tools and skills ask for a role (chat, summary, title, utility); they never inspect model names.
+Tools and skills ask for a role (orchestration, documentation, utility, summary, title) through the
+resolved profile (app/runtime/profiles.py, with the provider quirks); they never inspect model names.
 API keys are read from the environment variable the configuration names; none is stored.
 """
 
@@ -11,7 +12,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from flask import current_app, has_app_context
 from pydantic_ai.models import Model
@@ -20,14 +20,7 @@ from pydantic_ai.settings import ModelSettings
 from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, policy_from_config
 from app.models import ModelConfig
 from app.runtime.offline import make_offline_model
-
-# Settings a role gets unless the configuration's profile for that role says otherwise.
-ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "chat": {},
-    "summary": {"temperature": 0.2},
-    "title": {"max_tokens": 60, "temperature": 0.2, "timeout": 20},
-    "utility": {"temperature": 0},
-}
+from app.runtime.profiles import ROLE_DEFAULTS, profile_for  # noqa: F401 - ROLE_DEFAULTS is read from here too
 
 
 class ModelUnavailable(Exception):
@@ -63,22 +56,9 @@ class ModelSpec:
                    config.api_key_env, config.context_window, config.max_tokens, config.temperature,
                    config.timeout, dict(config.profiles or {}), config.retries or 0, outbound)
 
-    def settings(self, role: str = "chat") -> ModelSettings:
-        """Return the model settings for a role: configuration, then role defaults, then the role profile."""
-        merged: dict[str, Any] = {"timeout": self.timeout}
-        if self.max_tokens:
-            merged["max_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            merged["temperature"] = self.temperature
-        merged.update(ROLE_DEFAULTS.get(role, {}))
-        merged.update({k: v for k, v in (self.profiles.get(role) or {}).items() if v is not None})
-        allowed = {"max_tokens", "temperature", "timeout", "top_p"}
-        settings = ModelSettings(**{k: v for k, v in merged.items() if k in allowed})
-        # The timeout bounds what the user waits for, the SDK's retries included: until a streamed
-        # answer starts (chat turns), or for the whole request (titles, summaries: not streamed).
-        # Each attempt, and each wait between two parts of a streamed answer, has the same bound.
-        settings["first_event_timeout" if role == "chat" else "request_timeout"] = settings["timeout"]
-        return settings
+    def settings(self, role: str = "orchestration") -> ModelSettings:
+        """Return the model settings for a role (app/runtime/profiles.py: defaults, overrides, quirks)."""
+        return profile_for(self).settings(role)
 
     def timeout_message(self, seconds: float | None = None) -> str:
         """Say which limit a request that timed out hit, and where it is set."""
@@ -143,7 +123,7 @@ def _provider_model(spec: ModelSpec, key: str | None) -> Model:
     # clients are the ones pydantic-ai would make.
     from pydantic_ai.models import create_async_http_client, create_async_httpx2_client
 
-    profile = {"context_window": spec.context_window}
+    profile = {"context_window": spec.context_window, **profile_for(spec).model_profile()}
     base_url, retries = spec.base_url or None, spec.retries
     if spec.provider in ("openai", "openai-chat", "openai-compatible"):
         from openai import AsyncOpenAI

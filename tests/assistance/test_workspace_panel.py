@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import Message
 from app.runtime import execution
 from app.tables.schema import get_table
+from tests.chat_driver import last_run_id
 from tests.tables.factory import make_table
 
 
@@ -66,7 +67,9 @@ def test_an_empty_message_or_a_refused_context_is_a_422_beside_the_field(client,
     assert steering.status_code == 422 and "not allowed in a message&#39;s context" in steering.text
 
 
-def test_without_javascript_a_send_continues_in_the_chat_page(client, auth):
+def test_without_javascript_a_send_continues_in_the_chat_page(app, client, auth):
     auth.login_as("user")
     response = client.post("/assistant/", data={"text": "what can you do?"})
     assert response.status_code == 302 and "/chat/" in response.location
+    conversation_id = int(response.location.rstrip("/").rsplit("/", 1)[-1])
+    execution.wait(last_run_id(app, conversation_id))  # the run ends before the test's database goes

@@ -66,3 +66,7 @@ def register_blueprints(app: Flask) -> None:
     from app.blueprints import knowledge
 
     app.register_blueprint(knowledge.bp)
+
+    from app.blueprints import evals
+
+    app.register_blueprint(evals.bp, url_prefix="/admin/evals")

@@ -173,6 +173,7 @@ ROUTES: dict[str, Access] = {
     "data.layout": Access(MEMBERS, denied=404, args=TABLE, data={"layout": "cards"}),
     "data.show": Access(MEMBERS, denied=404, args=ROW),
     "data.assistant": Access(MEMBERS, denied=404, args=TABLE, data={"text": ""}),
+    "assistant_panel.send": Access(MEMBERS, denied=404, data={"text": ""}),
     "data.new": Access(ADMINS, denied=READ_ONLY, args=TABLE),
     "data.create": Access(ADMINS, denied=READ_ONLY, args=TABLE),
     "data.update": Access(ADMINS, denied=READ_ONLY, args=ROW),

@@ -7,6 +7,7 @@ from pathlib import Path
 from app.extensions import db
 from app.models import Agent, KnowledgeBase, ModelConfig
 
+DOCS_KB = "Skilldesk documentation"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 DEMO_INSTRUCTIONS = """You are the demo assistant of Skilldesk, talking with {{ user.name }} on {{ today }}.
@@ -43,10 +44,11 @@ def ensure_defaults() -> None:
     if db.session.scalar(db.select(Agent.id).limit(1)) is None:
         db.session.add(Agent(
             name="Demo assistant",
-            description="A first agent to try Skilldesk with: it can tell the time.",
+            description="A first agent to try Skilldesk with: it can tell the time and answer from Skilldesk's docs.",
             instructions=DEMO_INSTRUCTIONS,
             roles=["admin", "user"],
-            skills=[{"name": "clock", "config": {"timezone": "UTC"}}],
+            skills=[{"name": "clock", "config": {"timezone": "UTC"}},
+                    {"name": "knowledge", "config": {"knowledge_bases": [DOCS_KB]}}],
             max_requests=10,
         ))
     if db.session.scalar(db.select(KnowledgeBase.id).limit(1)) is None:

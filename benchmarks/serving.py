@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _figures import Figures  # noqa: E402
-from _serving_workers import multi_worker_rounds  # noqa: E402
+from _serving_workers import multi_worker_rounds, wait_for_first_indexing  # noqa: E402
 
 from tests.fake_openai import ANSWER, FakeOpenAI, fake_openai  # noqa: E402
 
@@ -358,6 +358,7 @@ def main() -> int:
         try:
             idle = start_round(desk, figures)
             add_agent(desk, fake)
+            wait_for_first_indexing(control_app(desk), figures)
             asyncio.run(sequential_round(desk, fake, figures, 20 if quick else SEQUENTIAL_TURNS))
             for count in (10, 40) if quick else CONCURRENT:
                 asyncio.run(concurrent_round(desk, fake, figures, count))

@@ -8,7 +8,7 @@ from flask_login import current_user
 from app.extensions import db
 from app.knowledge.chunking import chunk
 from app.knowledge.indexing import queue_indexing
-from app.knowledge.library import delete_document, delete_knowledge_base, put_document, sync_folder
+from app.knowledge.library import clear_deleted_text, delete_document, delete_knowledge_base, put_document, sync_folder
 from app.knowledge.search import retrieve
 from app.models import ROLES, KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.web import navigation
@@ -152,6 +152,7 @@ def delete_doc(document_id: int):
     kb_id = document.knowledge_base_id
     delete_document(document)
     db.session.commit()
+    clear_deleted_text()
     flash("Document deleted with its passages and indexes.")
     return redirect(url_for("knowledge.base", kb_id=kb_id))
 

@@ -16,6 +16,7 @@ from app.runtime.events import HEADER, NOTICE
 from app.runtime.history import load_history
 from app.runtime.loop import run as run_on_loop
 from app.runtime.model_choice import model_spec_for
+from app.runtime.outcome import step_result
 from app.runtime.prompts import clock_variables, render_prompt
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
 from app.runtime.skill import (
@@ -40,8 +41,8 @@ __all__ = [
     "run_on_loop", "load_history",
     # Run events a tool may show on the page (SkillContext.tell_page)
     "HEADER", "NOTICE",
-    # What a mutation did, bounded and value-free (action memory, answer checks): a module
-    "evidence",
+    # What a mutation did, bounded and value-free (action memory, answer checks): a module; a tool step's state
+    "evidence", "step_result",
     # Calls that wait for a person
     "ASKS_USER", "CARD_KEY",
     # Sandboxed prompt templates

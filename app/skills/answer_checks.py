@@ -23,9 +23,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.capabilities import AbstractCapability
 
 from app.assistance.claims import claims_change, claims_mode_limit, hands_off, prints_tool_call, says_unfinished
-from app.runtime.evidence import is_mutation, live_outcomes, since_latest_prompt
-from app.runtime.outcome import step_result
-from app.runtime.skill import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext, evidence, step_result
 
 RETRY = {
     "printed_call": "Your answer prints a tool call as text. Make the call with the tool instead, then answer "
@@ -71,7 +69,7 @@ class AnswerChecks(AbstractCapability[Any]):
     async def prepare_tools(self, ctx, tool_defs):
         for tool_def in tool_defs:
             self.tools.add(tool_def.name)
-            if is_mutation(tool_def):
+            if evidence.is_mutation(tool_def):
                 self.mutations.add(tool_def.name)
         return tool_defs
 
@@ -81,13 +79,14 @@ class AnswerChecks(AbstractCapability[Any]):
             return "printed_call"
         if claims_mode_limit(text):
             return "mode_limit"
-        live = since_latest_prompt(messages)
+        live = evidence.since_latest_prompt(messages)
         failed = any(step_result(part)[1] for message in live for part in getattr(message, "parts", ())
                      if getattr(part, "part_kind", "") in ("tool-return", "retry-prompt") and part.tool_name)
         if self.config.check_handoffs and hands_off(text) and not failed:
             return "handoff"
         if self.config.check_changes and claims_change(text):
-            changes = [o for o in live_outcomes(messages, self.mutations) if o["status"] in ("succeeded", "partial")]
+            changes = [o for o in evidence.live_outcomes(messages, self.mutations)
+                       if o["status"] in ("succeeded", "partial")]
             if not changes:
                 return "unsupported"
             if all(o["status"] == "partial" for o in changes) and not says_unfinished(text):
@@ -110,7 +109,7 @@ class AnswerChecks(AbstractCapability[Any]):
 
     def unfinished_answer(self, problem: str, messages: list[Any]) -> str:
         language = "it" if (self.locale or "").lower().startswith("it") else "en"
-        done = live_outcomes(messages, self.mutations)
+        done = evidence.live_outcomes(messages, self.mutations)
         listed = "; ".join(f"{o['tool']}: {o['status']}" for o in done)
         suffix = (f" Fatto in questo turno: {listed}." if language == "it" else f" Done in this turn: {listed}.") \
             if listed else ""

@@ -18,7 +18,8 @@ from app.chat.approvals import DISCUSS
 from app.extensions import db
 from app.models import Conversation, Message, PendingCall, Run
 from app.runtime import execution, offline
-from tests.conftest import make_agent
+from tests import chat_driver
+from tests.chat_driver import send
 
 SHORT = ["Red", "Blue"]
 LONG = ["Ship everything in one parcel next Monday morning", "Ship each item as soon as it is in stock"]
@@ -51,22 +52,9 @@ class AskingModel:
 
 
 def start_chat(app, client, model, config: dict | None = None) -> int:
-    with app.app_context():
-        agent_id = make_agent(skills=[{"name": "ask_user", "config": config or {}}], model_config_id=model).id
-    return int(client.post("/chat/", data={"agent_id": agent_id}).location.rsplit("/", 1)[-1])
+    return chat_driver.start_chat(app, client, skills=[{"name": "ask_user", "config": config or {}}],
+                                  model_config_id=model)
 
-
-def send(app, client, conversation_id: int, text: str) -> str:
-    assert client.post(f"/chat/{conversation_id}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(
-            db.select(Run.id)
-            .where(Run.conversation_id == conversation_id)
-            .order_by(Run.created_at.desc())
-            .limit(1)
-        )
-    execution.wait(run_id)
-    return run_id
 
 
 def question_of(app, conversation_id: int) -> PendingCall:

@@ -14,7 +14,8 @@ from app import create_app
 from app.extensions import db
 from app.models import Conversation, Message, PendingCall, Run
 from app.runtime import execution, offline
-from tests.conftest import make_agent
+from tests import chat_driver
+from tests.chat_driver import send
 
 PLAN = "1. **Read** the orders\n2. Cancel the late ones <script>alert(1)</script>"
 APPROVAL_PROMPT = "Carry out the approved plan now. [[approved-marker]]"
@@ -44,27 +45,9 @@ class PlanningModel:
 
 
 def start_chat(app, client, model) -> int:
-    with app.app_context():
-        agent_id = make_agent(
-            skills=[{"name": "plan_approval", "config": {"approval_prompt": APPROVAL_PROMPT}}],
-            model_config_id=model,
-        ).id
-    response = client.post("/chat/", data={"agent_id": agent_id})
-    return int(response.location.rsplit("/", 1)[-1])
+    return chat_driver.start_chat(app, client, model_config_id=model,
+                                  skills=[{"name": "plan_approval", "config": {"approval_prompt": APPROVAL_PROMPT}}])
 
-
-def send(app, client, conversation_id: int, text: str) -> str:
-    response = client.post(f"/chat/{conversation_id}/messages", data={"text": text})
-    assert response.status_code == 302, response.text
-    with app.app_context():
-        run_id = db.session.scalar(
-            db.select(Run.id)
-            .where(Run.conversation_id == conversation_id)
-            .order_by(Run.created_at.desc())
-            .limit(1)
-        )
-    execution.wait(run_id)
-    return run_id
 
 
 def pending_call(app, conversation_id: int) -> PendingCall:

@@ -17,6 +17,8 @@ from app.runtime import execution, offline
 from app.runtime.deferred import SUPERSEDED
 from app.runtime.skill import Skill
 from app.skills.tool_approval import Config
+from tests import chat_driver
+from tests.chat_driver import send
 from tests.conftest import make_agent
 
 
@@ -72,29 +74,11 @@ class CallingModel:
 
 
 def start_chat(app, client, model_id: int, approval: dict | None = None) -> int:
-    with app.app_context():
-        agent_id = make_agent(
-            name="Clerk",
-            model_config_id=model_id,
-            skills=[
-                {"name": "records", "config": {}},
-                {"name": "tool_approval", "config": approval or {"tools": ["delete_*"]}},
-            ],
-        ).id
-    return int(client.post("/chat/", data={"agent_id": agent_id}).location.rsplit("/", 1)[-1])
+    return chat_driver.start_chat(app, client, name="Clerk", model_config_id=model_id, skills=[
+        {"name": "records", "config": {}},
+        {"name": "tool_approval", "config": approval or {"tools": ["delete_*"]}},
+    ])
 
-
-def send(app, client, conversation_id: int, text: str) -> str:
-    assert client.post(f"/chat/{conversation_id}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(
-            db.select(Run.id)
-            .where(Run.conversation_id == conversation_id)
-            .order_by(Run.created_at.desc())
-            .limit(1)
-        )
-    execution.wait(run_id)
-    return run_id
 
 
 def calls_of(app, conversation_id: int) -> list[PendingCall]:

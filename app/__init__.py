@@ -53,7 +53,7 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
 
         register_blueprints(app)
 
-    from app import cli, skills
+    from app import cli, evals, skills
     from app.runtime import execution
 
     execution.init_app(app)
@@ -61,4 +61,5 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
     # Last: tasks declared by blueprints and skills (@jobs.task) must be imported before huey binds them.
     jobs.init_app(app)
     cli.init_app(app)
+    evals.init_app(app, create_app)
     return app

@@ -23,6 +23,7 @@ TASK_MODULES: tuple[str, ...] = (
     "app.runtime.titles",
     "app.skills.compaction",
     "app.knowledge.indexing",
+    "app.evals.runner",
 )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from app.extensions import db
 from app.models import Agent, KnowledgeBase, ModelConfig
 
+DOCS_KB = "Skilldesk documentation"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 DEMO_INSTRUCTIONS = """You are the demo assistant of Skilldesk, talking with {{ user.name }} on {{ today }}.
@@ -19,7 +20,8 @@ triggers for the user, within their permissions, and explain Skilldesk. Ask (ask
 cannot go on without their choice. Report only what your tools' results say was done."""
 DOCS_KB = "Skilldesk documentation"
 # The assistant's skills: the workspace tools in modes (data, automation, explain; the docs search, questions
-# and proposals in every mode), action memory with history, the docs knowledge base, proposals, questions.
+# and proposals in every mode), action memory with history, answer checks, the docs knowledge base, proposals,
+# questions.
 WORKSPACE_SKILLS = (
     {"name": "tool_routing", "config": {
         "modes": [{"name": "data", "groups": ["data"], "description": "Tables, fields and rows."},
@@ -27,6 +29,7 @@ WORKSPACE_SKILLS = (
                   {"name": "explain", "groups": [], "description": "Explain Skilldesk from its documentation."}],
         "always_active": ["knowledge", "ask_user", "ui_proposals"]}},
     {"name": "action_memory", "config": {"history": True}},
+    {"name": "answer_checks", "config": {}},
     {"name": "workspace", "config": {}},
     {"name": "knowledge", "config": {"knowledge_bases": [DOCS_KB]}},
     {"name": "ui_proposals", "config": {}},
@@ -43,10 +46,11 @@ def ensure_defaults() -> None:
     if db.session.scalar(db.select(Agent.id).limit(1)) is None:
         db.session.add(Agent(
             name="Demo assistant",
-            description="A first agent to try Skilldesk with: it can tell the time.",
+            description="A first agent to try Skilldesk with: it can tell the time and answer from Skilldesk's docs.",
             instructions=DEMO_INSTRUCTIONS,
             roles=["admin", "user"],
-            skills=[{"name": "clock", "config": {"timezone": "UTC"}}],
+            skills=[{"name": "clock", "config": {"timezone": "UTC"}},
+                    {"name": "knowledge", "config": {"knowledge_bases": [DOCS_KB]}}],
             max_requests=10,
         ))
     if db.session.scalar(db.select(KnowledgeBase.id).limit(1)) is None:

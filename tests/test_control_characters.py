@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from app.extensions import db
 from app.models import Message, Run, Trigger, User
 from app.models.tables import new_hook_token
+from app.runtime import execution
 from tests.chat_driver import start_chat
 from tests.conftest import PASSWORD, make_agent, make_user
 from tests.test_routes import ADMIN, ROUTES, World, call, methods_of
@@ -40,6 +41,8 @@ def test_tab_newline_and_carriage_return_are_text(app, client, auth):
     assert response.status_code == 200
     with app.app_context():
         assert db.session.scalar(db.select(Message.content).where(Message.role == "user")) == "a\tb\r\nc"
+        run_id = db.session.scalar(db.select(Run.id))
+    execution.wait(run_id)  # let the run end before the test's database goes
 
 
 def test_sign_in_and_search_refuse_them_too(app, client, auth):
@@ -65,7 +68,9 @@ def test_a_json_string_with_a_control_character_is_422_json(app, client):
         assert "control character" in response.json["message"]
     with app.app_context():
         assert db.session.scalar(db.select(db.func.count(Run.id))) == 0
-    assert client.post(f"/hooks/{token}", json={"note": "line\nbreak\ttab"}).status_code == 202
+    accepted = client.post(f"/hooks/{token}", json={"note": "line\nbreak\ttab"})
+    assert accepted.status_code == 202
+    execution.wait(accepted.json["run"])  # let the run end before the test's database goes
 
 
 def test_every_form_refuses_a_nul_byte(app):

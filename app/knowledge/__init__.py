@@ -1,4 +1,4 @@
-"""Knowledge: embeddings, the vector store, the memories' store (and later lexical search, chunking, hybrid search)."""
+"""Knowledge: embeddings, the vector store, the memories' store, knowledge bases (chunks, lexical, hybrid)."""
 
 from __future__ import annotations
 

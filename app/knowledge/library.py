@@ -93,6 +93,8 @@ def sync_folder(kb: KnowledgeBase, max_bytes: int = MAX_BYTES) -> dict[str, int]
             counts["deleted"] += 1
     kb.synced_at = utcnow()
     db.session.commit()
+    if counts["deleted"]:
+        clear_deleted_text()
     return counts
 
 
@@ -116,6 +118,23 @@ def delete_knowledge_base(kb: KnowledgeBase) -> None:
     db.session.execute(db.delete(KnowledgeDocument).where(KnowledgeDocument.knowledge_base_id == kb.id))
     db.session.delete(kb)
     db.session.commit()
+    clear_deleted_text()
+
+
+def clear_deleted_text() -> None:
+    """After deleting documents (committed): clear their text from the index files, not only their rows.
+
+    FTS5 keeps deleted tokens in its segments until they are merged, and embedded Chroma keeps deleted
+    records' texts in its files until vacuumed (the memories' purge uses the same job).
+    """
+    from sqlalchemy import text
+
+    from app.knowledge.memories import vacuum_vectors
+
+    if db.engine.dialect.name == "sqlite":
+        db.session.execute(text("INSERT INTO knowledge_fts(knowledge_fts) VALUES ('optimize')"))
+        db.session.commit()
+    vacuum_vectors.delay()
 
 
 def usable_bases(names: list[str], role: str) -> list[KnowledgeBase]:

@@ -4,6 +4,7 @@ from app.models.agents import Agent, ModelConfig
 from app.models.approvals import ApprovalRecord, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
 from app.models.compaction import CompactionRecord
+from app.models.evals import EvalCaseResult, EvalRun
 from app.models.knowledge import KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.models.memories import Memory
 from app.models.settings import InstanceSetting
@@ -21,6 +22,8 @@ __all__ = [
     "Conversation",
     "DataField",
     "DataTable",
+    "EvalCaseResult",
+    "EvalRun",
     "InstanceSetting",
     "KnowledgeBase",
     "KnowledgeDocument",

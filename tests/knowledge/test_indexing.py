@@ -123,3 +123,5 @@ def test_deleting_removes_passages_vectors_and_lexical_rows(knowledge_base):
     assert db.session.scalar(db.select(db.func.count()).select_from(KnowledgePassage)) == 0
     if db.engine.dialect.name == "sqlite":
         assert db.session.scalar(text("SELECT count(*) FROM knowledge_fts")) == 0
+        # ...and a search for its words finds nothing.
+        assert db.session.scalar(text("SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH 'subject'")) == 0

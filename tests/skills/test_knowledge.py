@@ -104,3 +104,15 @@ def test_a_role_without_access_finds_nothing(app, user_client, scripted_model, h
     with app.app_context():
         passage_id = db.session.scalars(db.select(KnowledgePassage.id)).first()
     assert user_client.get(f"/knowledge/passages/{passage_id}").status_code == 404
+
+
+def test_a_citation_from_an_earlier_turn_is_removed(app, user_client, scripted_model, handbook):
+    from tests.chat_driver import outcome, send, start_chat
+
+    script = Script(SEARCH, "Backups run at 02:00 [1].", "As I said, at 02:00 [1].")
+    conversation = start_chat(app, user_client, agent(app, scripted_model, script))
+    first = outcome(app, send(app, user_client, conversation, "When do backups run?"))[1]
+    assert "/knowledge/passages/" in first.content
+    second = outcome(app, send(app, user_client, conversation, "Say it again"))[1]
+    # No search in this turn: [1] names nothing retrieved now, so it is removed (and nothing was searched).
+    assert second.content == "As I said, at 02:00."

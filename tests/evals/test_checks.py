@@ -1,0 +1,65 @@
+"""Each check kind gives a passing verdict on a good outcome and a failing one, with the reason, on a bad one."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.evals.checks import CaseOutcome, evaluate
+from app.evals.dataset import Case
+
+
+def verdicts(checks: dict, outcome: CaseOutcome, limits: dict | None = None) -> list[tuple[bool, str]]:
+    case = Case.model_validate({"id": "c", "prompt": "p", "checks": checks, "limits": limits or {}})
+    return [(v.passed, v.detail) for v in evaluate(case, outcome)]
+
+
+def step(name: str, failed: bool = False, result: str = "ok") -> dict:
+    return {"id": name, "name": name, "args": "{}", "result": result, "failed": failed}
+
+
+GOOD = CaseOutcome(answer="Created the table Contacts [1].", status="succeeded", requests=2, seconds=0.5,
+                   steps=[step("search", result="[1] Contacts guide"), step("create_table")],
+                   rows={"contacts": [{"id": 1, "name": "Ada", "age": 36}]}, tables={"contacts", "users"})
+
+CASES = [
+    ({"answer": {"contains": ["contacts"]}}, None, "does not contain 'contacts'"),
+    ({"answer": {"not_contains": ["sorry"]}}, None, "contains 'sorry'"),
+    ({"answer": {"regex": [r"table \w+"]}}, None, r"no match for /table \w+/"),
+    ({"answer": {"no_unsupported_success": True}}, None, "claims success but no tool step shows a change"),
+    ({"answer": {"cites_only_retrieved": True}}, None, "cites sources no tool returned: 1"),
+    ({"state": {"rows_exist": [{"table": "contacts", "values": {"name": "ada", "age": "36"}}]}}, None,
+     "no row of 'contacts' has"),
+    ({"state": {"no_table": ["customers"]}}, None, "a table named 'customers' exists"),
+    ({"tools": {"called": ["create_table"]}}, None, "create_table was not called"),
+    ({"tools": {"not_called": ["delete_table"]}}, None, "delete_table was called"),
+    ({"tools": {"max_calls": [{"tool": "*", "at_most": 2}]}}, None, "* was called 3 times"),
+    ({}, {"max_requests": 2}, "3 model requests"),
+    ({}, {"max_tool_errors": 0}, "1 failed tool steps"),
+    ({}, {"max_seconds": 1}, "took 2.00 s"),
+]
+
+BAD = CaseOutcome(answer="Sorry, I have created the table [1]. It is ready.", status="succeeded", requests=3,
+                  seconds=2.0, steps=[step("delete_table", failed=True), step("x", result='{"changed": false}'),
+                                      step("y", result='{"reused": true, "note": "[2] other"}')],
+                  rows={"contacts": [{"id": 1, "name": "Bob", "age": 36}]}, tables={"contacts", "customers"})
+
+
+@pytest.mark.parametrize(("checks", "limits", "why"), CASES)
+def test_each_check_passes_on_a_good_outcome_and_fails_on_a_bad_one(checks, limits, why):
+    assert verdicts(checks, GOOD, limits) == [(True, "")]
+    [(passed, detail)] = verdicts(checks, BAD, limits)
+    assert not passed and why in detail, detail
+
+
+def test_a_claim_with_a_changing_step_is_supported_and_a_reused_result_is_not():
+    checks = {"answer": {"no_unsupported_success": True}}
+    reused = CaseOutcome(answer="I have created it.", status="succeeded",
+                         steps=[step("create_table", result='{"reused": true, "id": 3}')])
+    assert verdicts(checks, reused) == [(False, "the answer claims success but no tool step shows a change")]
+    assert verdicts(checks, CaseOutcome(answer="Which fields?", status="succeeded")) == [(True, "")]
+
+
+def test_a_missing_table_and_a_failed_run_are_said_plainly():
+    outcome = CaseOutcome(answer="", status="failed", error="The provider answered 401")
+    result = verdicts({"state": {"rows_exist": [{"table": "t", "values": {}}]}}, outcome)
+    assert result == [(False, "there is no table 't'"), (False, "the run ended failed: The provider answered 401")]

@@ -1,0 +1,67 @@
+"""Dataset files: every bad case is named with the path inside it and the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.evals.dataset import DatasetInvalid, parse
+
+GOOD = """
+name: demo
+cases:
+  - id: one
+    prompt: hello
+    checks: {answer: {contains: [hello]}}
+"""
+
+
+def errors_of(text: str) -> list[str]:
+    with pytest.raises(DatasetInvalid) as caught:
+        parse(text)
+    return [str(error) for error in caught.value.errors]
+
+
+def test_a_good_dataset_is_read():
+    dataset = parse(GOOD)
+    assert [c.id for c in dataset.cases] == ["one"] and dataset.cases[0].checks.answer.contains == ["hello"]
+
+
+def test_json_is_read_too():
+    assert parse('{"name": "j", "cases": [{"id": "a", "prompt": "hi"}]}').cases[0].prompt == "hi"
+
+
+def test_each_bad_case_gets_its_own_error_with_the_path_and_reason():
+    text = """
+name: demo
+cases:
+  - id: good
+    prompt: hi
+  - id: no-prompt
+    checks: {answer: {contains: [x]}}
+  - id: bad-check
+    prompt: hi
+    checks: {answer: {contain: [x]}}
+  - id: bad-regex
+    prompt: hi
+    checks: {answer: {regex: ["("]}}
+  - id: bad-bound
+    prompt: hi
+    checks: {tools: {max_calls: [{tool: x, at_most: -1}]}}
+  - prompt: no id
+"""
+    errors = errors_of(text)
+    assert len(errors) == 5, errors
+    assert errors[0].startswith("case no-prompt: ") and "either a prompt or a script" in errors[0]
+    assert errors[1].startswith("case bad-check: checks.answer.contain: ") and "Extra inputs" in errors[1]
+    assert errors[2].startswith("case bad-regex: checks.answer.regex: ") and "not a regular expression" in errors[2]
+    assert errors[3].startswith("case bad-bound: checks.tools.max_calls.0.at_most: ")
+    assert errors[4].startswith("case #6: id: ")
+
+
+def test_duplicate_ids_and_broken_yaml_and_an_empty_list_are_errors():
+    assert errors_of("name: d\ncases:\n  - {id: a, prompt: x}\n  - {id: a, prompt: y}\n") == [
+        "case a: id: another case has this id"]
+    [broken] = errors_of("name: d\ncases: [\n")
+    assert broken.startswith("case -: line ") and "not valid YAML" in broken
+    assert errors_of("name: d\ncases: []\n") == ["case -: cases: list at least one case"]
+    assert errors_of("- just a list") == ["case -: a dataset is a mapping with name and cases"]

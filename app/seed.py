@@ -20,7 +20,8 @@ triggers for the user, within their permissions, and explain Skilldesk. Ask (ask
 cannot go on without their choice. Report only what your tools' results say was done."""
 DOCS_KB = "Skilldesk documentation"
 # The assistant's skills: the workspace tools in modes (data, automation, explain; the docs search, questions
-# and proposals in every mode), action memory with history, the docs knowledge base, proposals, questions.
+# and proposals in every mode), action memory with history, answer checks, the docs knowledge base, proposals,
+# questions.
 WORKSPACE_SKILLS = (
     {"name": "tool_routing", "config": {
         "modes": [{"name": "data", "groups": ["data"], "description": "Tables, fields and rows."},
@@ -28,6 +29,7 @@ WORKSPACE_SKILLS = (
                   {"name": "explain", "groups": [], "description": "Explain Skilldesk from its documentation."}],
         "always_active": ["knowledge", "ask_user", "ui_proposals"]}},
     {"name": "action_memory", "config": {"history": True}},
+    {"name": "answer_checks", "config": {}},
     {"name": "workspace", "config": {}},
     {"name": "knowledge", "config": {"knowledge_bases": [DOCS_KB]}},
     {"name": "ui_proposals", "config": {}},

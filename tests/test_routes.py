@@ -25,6 +25,8 @@ from app.guards.credentials import save_credential
 from app.models import (
     Agent,
     Conversation,
+    EvalCaseResult,
+    EvalRun,
     KnowledgeBase,
     KnowledgeDocument,
     KnowledgePassage,
@@ -143,6 +145,14 @@ ROUTES: dict[str, Access] = {
     "credentials.create": Access(MEMBERS, data={"name": "", "value": ""}),
     "credentials.delete": Access(MEMBERS, owner=True, args={"credential_id": "@credential"}, changes=True),
     # Knowledge bases: admin pages; passage and document pages for the roles the knowledge base names
+    "evals.index": Access(ADMINS),
+    "evals.dataset": Access(ADMINS, args={"name": "workspace"}),
+    "evals.save_dataset": Access(ADMINS, args={"name": "workspace"}, data={"text": "not: [valid"}),
+    "evals.create": Access(ADMINS, args={"agent_id": "@agent"}, data={"dataset": "no-such-dataset"}),
+    "evals.show": Access(ADMINS, args={"run_id": "@eval_run"}),
+    "evals.case": Access(ADMINS, args={"run_id": "@eval_run", "result_id": "@eval_result"}),
+    "evals.export": Access(ADMINS, args={"run_id": "@eval_run"}),
+    "evals.compare": Access(ADMINS, args={"before": "@eval_run", "after": "@eval_run"}),
     "knowledge.index": Access(ADMINS),
     "knowledge.save": Access(ADMINS, data={"name": ""}),
     "knowledge.base": Access(ADMINS, args={"kb_id": "@kb"}),
@@ -163,6 +173,7 @@ ROUTES: dict[str, Access] = {
     "data.layout": Access(MEMBERS, denied=404, args=TABLE, data={"layout": "cards"}),
     "data.show": Access(MEMBERS, denied=404, args=ROW),
     "data.assistant": Access(MEMBERS, denied=404, args=TABLE, data={"text": ""}),
+    "assistant_panel.send": Access(MEMBERS, denied=404, data={"text": ""}),
     "data.new": Access(ADMINS, denied=READ_ONLY, args=TABLE),
     "data.create": Access(ADMINS, denied=READ_ONLY, args=TABLE),
     "data.update": Access(ADMINS, denied=READ_ONLY, args=ROW),
@@ -283,7 +294,15 @@ def build_world() -> dict[str, dict[str, object]]:
                                chunker_version=2)
     db.session.add(passage)
     db.session.flush()
-    shared = {"agent": agent.id, "spare_agent": spare.id, "config": config.id, "victim": victim.id,
+    eval_run = EvalRun(dataset="workspace", agent_id=agent.id, agent_name=agent.name, status="finished",
+                       population={"cases": ["a"], "total": 1, "skipped": []}, total=1, done=1, passed=1)
+    db.session.add(eval_run)
+    db.session.flush()
+    eval_result = EvalCaseResult(run_id=eval_run.id, case_id="a", passed=True, status="succeeded")
+    db.session.add(eval_result)
+    db.session.flush()
+    shared = {"eval_run": eval_run.id, "eval_result": eval_result.id,
+              "agent": agent.id, "spare_agent": spare.id, "config": config.id, "victim": victim.id,
               "default_config": db.session.scalar(db.select(ModelConfig.id).where(ModelConfig.is_default)),
               "table": table.name, "field": item.id, "row": row, "trigger": trigger.id,
               "hook_token": trigger.token, "kb": kb.id, "document": document.id, "passage": passage.id}

@@ -7,9 +7,11 @@ from typing import Any
 
 from flask import Flask
 from flask_login import current_user
+from jinja2 import pass_context
 
 from app.assistance import gate
 from app.assistance.capabilities import agent_offers_proposals
+from app.assistance.panel import workspace_agent
 from app.assistance.preferences import UI_DEFAULTS, UI_SETTINGS, ui_setting
 from app.models import Agent, DataTable
 
@@ -23,6 +25,23 @@ def init_app(app: Flask) -> None:
         if not current_user.is_authenticated:
             return UI_DEFAULTS[key]
         return ui_setting(current_user, key)
+
+    @app.template_global("workspace_panel")
+    @pass_context
+    def workspace_panel(context) -> dict[str, Any] | None:
+        """Return the Workspace assistant's panel for this page (its agent and the page context), or None."""
+        if not current_user.is_authenticated or context.get("hide_workspace_panel"):
+            return None
+        agent = workspace_agent(current_user)
+        if agent is None:
+            return None
+        table, row = context.get("table"), context.get("row")
+        if isinstance(table, DataTable):
+            page = page_context_of(table, agent, row.get("id") if isinstance(row, dict) else None,
+                                   context.get("layout") if isinstance(context.get("layout"), str) else None)
+        else:
+            page = {"page": {"resource": None, "locale": "en"}}
+        return {"agent": agent, "context": json.dumps(page)}
 
     @app.template_global("assistant_page_context")
     def assistant_page_context(table: DataTable, agent: Agent | None, record_key: int | None = None,

@@ -21,6 +21,10 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(runs.bp, url_prefix="/runs")
     app.register_blueprint(shares.bp)
 
+    from app.blueprints import assistant_panel
+
+    app.register_blueprint(assistant_panel.bp, url_prefix="/assistant")
+
     from app.blueprints import credentials, model_picker
 
     app.register_blueprint(credentials.bp, url_prefix="/credentials")
@@ -62,3 +66,7 @@ def register_blueprints(app: Flask) -> None:
     from app.blueprints import knowledge
 
     app.register_blueprint(knowledge.bp)
+
+    from app.blueprints import evals
+
+    app.register_blueprint(evals.bp, url_prefix="/admin/evals")

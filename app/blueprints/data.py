@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from app.assistance.context import ContextRejected, parse_context_text
 from app.assistance.gate import assistant_enabled
+from app.assistance.panel import send_from_panel
 from app.assistance.preferences import PreferenceError, ui_setting, update_preferences
 from app.chat import turns
-from app.chat.conversations import get_own_conversation, transcript
+from app.chat.conversations import transcript
 from app.extensions import db
 from app.models import Agent, DataTable
 from app.tables import browse
@@ -21,7 +21,6 @@ from app.web.htmx import is_htmx
 
 bp = Blueprint("data", __name__)
 
-WAIT = "Wait for the current answer before sending another message."
 
 
 @bp.app_template_filter("cell")
@@ -167,48 +166,19 @@ def assistant(name: str):
     definition = get_table_for(name)
     agent = assistant_agent(definition) or abort(404)
     text = (request.form.get("text") or "").strip()
-    conversation = None
-    if request.form.get("conversation_id", type=int):
-        conversation = get_own_conversation(request.form.get("conversation_id", type=int), *turns.FOR_TURN)
-        if conversation.agent_id != agent.id:
-            abort(404)
-    error = _message_error(text, conversation)
-    context = None
-    if error is None:
-        try:
-            context = parse_context_text(request.form.get("context"), current_user.role)
-        except ContextRejected as rejected:
-            error = str(rejected)
-    if context is not None:
-        if conversation is None:
-            conversation = turns.start_conversation(current_user, agent, source="data")
-            db.session.flush()
-        try:
-            turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
-        except turns.RunInProgress:  # another send started a run a moment ago
-            error = WAIT
-        else:
-            if not is_htmx():
-                return redirect(url_for("chat.show", conversation_id=conversation.id))
-    if error and not is_htmx():
-        flash(error, "error")
+    sent = send_from_panel(current_user, agent, "data", text, request.form.get("conversation_id", type=int),
+                           request.form.get("context"))
+    if sent.sent and not is_htmx():
+        return redirect(url_for("chat.show", conversation_id=sent.conversation.id))
+    if sent.error and not is_htmx():
+        flash(sent.error, "error")
         return redirect(request.referrer or url_for("data.index", name=name))
+    conversation = sent.conversation
     page = render_template("data/_assistant.html", table=definition, agent=agent, conversation=conversation,
                            messages=transcript(conversation) if conversation else [],
-                           run=turns.active_run(conversation) if conversation else None, error=error,
-                           text=text if error else "", context=request.form.get("context", ""))
-    return page, 422 if error else 200
-
-
-def _message_error(text: str, conversation) -> str | None:
-    limit = current_app.config["MAX_MESSAGE_CHARS"]
-    if not text:
-        return "Write a message first."
-    if len(text) > limit:
-        return f"The message is too long ({len(text):,} characters; the limit is {limit:,})."
-    if conversation is not None and turns.active_run(conversation) is not None:
-        return WAIT
-    return None
+                           run=turns.active_run(conversation) if conversation else None, error=sent.error,
+                           text=text if sent.error else "", context=request.form.get("context", ""))
+    return page, 422 if sent.error else 200
 
 
 def _as_inputs(definition: DataTable, row: dict) -> dict[str, str]:

@@ -6,6 +6,7 @@ import subprocess
 
 from sqlalchemy import func, inspect, select
 
+from app.evals.reports import compare, export
 from app.evals.runner import config_revision, create_run, execute
 from app.extensions import db
 from app.models import Conversation, DataTable, EvalRun, Message, Run, User
@@ -97,3 +98,24 @@ def test_another_agent_configuration_is_another_revision(app, tmp_path):
         other = make_agent("Other", skills=[{"name": "workspace", "config": {"max_created_rows": 5}}])
         second = create_run("sample", other.name)
         assert second.config_revision != first.config_revision
+
+
+def test_a_comparison_lists_exactly_the_flipped_cases(app, tmp_path):
+    with app.app_context():
+        _agent, first = run_sample(app, tmp_path)
+        # The second run: the failing case now answers as checked, the passing one breaks its check.
+        fixed = DATASET.replace("I have deleted everything.", "Hello there and nothing changed.").replace(
+            "tools: {called: [create_table]}", "tools: {called: [create_table], not_called: [create_table]}")
+        (tmp_path / "sample.yaml").write_text(fixed)
+        queued = create_run("sample", first.agent_name)
+        db.session.commit()
+        second = execute(queued.id)
+        report = compare(first, second)
+        assert report["flipped"] == [{"case": "makes-a-table", "before": True, "after": False},
+                                     {"case": "fails-on-purpose", "before": False, "after": True}]
+        assert (report["fixed"], report["broken"]) == (["fails-on-purpose"], ["makes-a-table"])
+        assert report["only_before"] == report["only_after"] == []
+        assert set(report["deltas"]) == {"input_tokens", "output_tokens", "seconds"}
+        assert compare(second, second)["flipped"] == []
+        data = export(second)
+        assert data["passed"] == 1 and [r["case_id"] for r in data["results"]] == ["makes-a-table", "fails-on-purpose"]

@@ -165,12 +165,6 @@ def delete(conversation_id: int):
     purge_conversation(conversation)
     db.session.commit()
     flash("Chat deleted.")
-    if is_htmx():
-        if request.args.get("from") == "sidebar":
-            return render_template("chat/_sidebar_removed.html", conversation_id=conversation_id)
-        response = Response(status=204)
-        response.headers["HX-Redirect"] = url_for("chat.index")
-        return response
     return redirect(url_for("chat.index"))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, url_for
 
 from app.agents.connection import check_connection
 from app.agents.model_forms import read_model_form
@@ -61,7 +61,7 @@ def update(config_id: int):
 
 
 def _submit(config: ModelConfig | None):
-    values, errors = read_model_form(request.form, config.id if config else None)
+    values, errors = read_model_form(config.id if config else None)
     if errors:
         return render_form(config, values, errors, 422)
     if config is None:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from flask import current_app
 from flask_wtf import FlaskForm
 from wtforms import RadioField, StringField
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import Length, ValidationError
 
 from app.extensions import db
@@ -33,7 +34,7 @@ class ShareForm(FlaskForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.audience.choices = list(audiences().items())
+        self.audience.choices = [SelectChoice(k, v) for k, v in audiences().items()]
         self.people: list[User] = []
         self.expires_at: datetime | None = None
 

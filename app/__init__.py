@@ -22,7 +22,7 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
     settings.load(app, config)
 
     from app import database
-    from app.extensions import csrf, db, htmx, jobs, login_manager, migrate
+    from app.extensions import csrf, db, jobs, login_manager, migrate
     from app.web import errors, navigation, rendering, security, text_input
     from app.web import request as web_request
 
@@ -33,7 +33,6 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
     migrate.init_app(app, db, directory=str(Path(app.root_path).parent / "migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
-    htmx.init_app(app)
     security.init_app(app)
     text_input.init_app(app)  # after the sign-in check: anonymous visitors are sent to sign in first
     errors.init_app(app)

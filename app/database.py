@@ -117,3 +117,17 @@ def checkpoint_wal() -> None:
             connection.exec_driver_sql("PRAGMA busy_timeout=10000")
     if busy:
         log.warning("the WAL checkpoint after a purge could not finish: a reader holds an older snapshot")
+
+
+def taken(column: Any, value: Any, own_id: int | None = None) -> bool:
+    """Tell whether a row other than `own_id` holds `value` in the unique `column`: every uniqueness check's query."""
+    model = column.class_
+    query = db.select(model.id).where(column == value)
+    if own_id:
+        query = query.where(model.id != own_id)
+    return db.session.scalar(query.limit(1)) is not None
+
+
+def name_clash(column: Any, value: Any, own_id: int | None, what: str) -> str | None:
+    """The one error of a unique name (agents, model configurations, knowledge bases): None when `value` is free."""
+    return f"Another {what} already has this name." if taken(column, value, own_id) else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from flask import has_request_context, request
-from flask_htmx import HTMX
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
@@ -45,5 +44,4 @@ db = Database(model_class=Base)
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
-htmx = HTMX()
 jobs = Jobs()

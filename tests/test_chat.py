@@ -406,17 +406,15 @@ def test_a_bad_rename_is_a_422_and_changes_nothing(app, client, auth, title, err
         assert db.session.get(Conversation, conversation_id).title == "Kept"
 
 
-def test_delete_from_the_sidebar_the_page_and_a_plain_form(app, client, auth):
+def test_delete_from_the_chat_pages_form(app, client, auth):
     user_id = auth.login_as("user")
-    first, second, third = make_conversations(app, user_id, 3)
-    sidebar = client.post(f"/chat/{first}/delete?from=sidebar", headers=HX)
-    assert sidebar.status_code == 200
-    assert f'<li id="conversation-item-{first}" hx-swap-oob="delete"></li>' in sidebar.text
-    page = client.post(f"/chat/{second}/delete", headers=HX)
-    assert page.status_code == 204 and page.headers["HX-Redirect"] == "/chat/"
-    plain = client.post(f"/chat/{third}/delete")
-    assert plain.status_code == 302 and plain.location == "/chat/"
-    for conversation_id in (first, second, third):
+    first, second = make_conversations(app, user_id, 2)
+    page = client.get(f"/chat/{first}").text  # the page's one delete control is a plain form (no htmx answer)
+    assert f'<form method="post" action="/chat/{first}/delete"' in page
+    for conversation_id in (first, second):
+        plain = client.post(f"/chat/{conversation_id}/delete")
+        assert plain.status_code == 302 and plain.location == "/chat/"
+    for conversation_id in (first, second):
         assert client.get(f"/chat/{conversation_id}").status_code == 404
         assert client.post(f"/chat/{conversation_id}/delete").status_code == 404
 

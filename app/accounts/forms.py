@@ -7,7 +7,7 @@ from wtforms import BooleanField, EmailField, PasswordField, SelectField, String
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Email, EqualTo, Length, ValidationError
 
-from app.extensions import db
+from app.database import taken
 from app.models import ROLES, User
 
 PASSWORD_MIN = 10
@@ -15,10 +15,7 @@ PASSWORD_MIN = 10
 
 def _unique_email(form, field) -> None:
     email = (field.data or "").strip().lower()
-    query = db.select(User.id).where(User.email == email)
-    if getattr(form, "user_id", None):
-        query = query.where(User.id != form.user_id)
-    if db.session.scalar(query) is not None:
+    if taken(User.email, email, getattr(form, "user_id", None)):
         raise ValidationError("An account with this e-mail already exists.")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from flask import current_app
 from pydantic import ValidationError
 
+from app.database import name_clash
 from app.extensions import db
 from app.models import ROLES, Agent, ModelConfig
 from app.runtime.builder import check_instructions
@@ -141,12 +142,8 @@ def _validate(result: AgentForm, agent_id: int | None) -> None:
         errors["name"] = "Give the agent a name."
     elif len(values["name"]) > 80:
         errors["name"] = "Use at most 80 characters."
-    else:
-        clash = db.select(Agent.id).where(Agent.name == values["name"])
-        if agent_id:
-            clash = clash.where(Agent.id != agent_id)
-        if db.session.scalar(clash) is not None:
-            errors["name"] = "Another agent already has this name."
+    elif clash := name_clash(Agent.name, values["name"], agent_id, "agent"):
+        errors["name"] = clash
     if len(values["description"]) > 300:
         errors["description"] = "Use at most 300 characters."
     if len(values["instructions"]) > 20_000:

@@ -6,7 +6,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from app.extensions import db
+from app.database import name_clash
 from app.models import ModelConfig
 from app.models.agents import MODEL_ROLES, PROVIDERS
 
@@ -43,12 +43,8 @@ def read_model_form(form: Any, config_id: int | None) -> tuple[dict[str, Any], d
     }
     if not values["name"] or len(values["name"]) > 80:
         errors["name"] = "Give it a name of at most 80 characters."
-    else:
-        clash = db.select(ModelConfig.id).where(ModelConfig.name == values["name"])
-        if config_id:
-            clash = clash.where(ModelConfig.id != config_id)
-        if db.session.scalar(clash) is not None:
-            errors["name"] = "Another configuration already has this name."
+    elif clash := name_clash(ModelConfig.name, values["name"], config_id, "configuration"):
+        errors["name"] = clash
     if values["provider"] not in PROVIDERS:
         errors["provider"] = "Choose a provider."
     if not values["model_name"] and values["provider"] != "offline":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import abort, current_app
+from flask import abort
 
 from app.assistance.context import ContextRejected, parse_context_text
 from app.assistance.gate import assistant_enabled
@@ -14,7 +14,6 @@ from app.extensions import db
 from app.models import Agent, Conversation, User
 
 PANEL_AGENT = "Workspace assistant"  # the seeded agent (app/seed.py); an admin may edit, not rename, it
-WAIT = "Wait for the current answer before sending another message."
 
 
 @dataclass
@@ -47,13 +46,9 @@ def send_from_panel(user: User, agent: Agent, source: str, text: str, conversati
         conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
         if conversation.agent_id != agent.id:
             abort(404)
-    limit = current_app.config["MAX_MESSAGE_CHARS"]
-    if not text:
-        return PanelSend(conversation, "Write a message first.")
-    if len(text) > limit:
-        return PanelSend(conversation, f"The message is too long ({len(text):,} characters; the limit is {limit:,}).")
-    if conversation is not None and turns.active_run(conversation) is not None:
-        return PanelSend(conversation, WAIT)
+    error = turns.message_error(text, conversation)
+    if error is not None:
+        return PanelSend(conversation, error)
     try:
         context = parse_context_text(context_text, user.role)
     except ContextRejected as rejected:
@@ -64,5 +59,5 @@ def send_from_panel(user: User, agent: Agent, source: str, text: str, conversati
     try:
         turns.send_message(conversation, user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:  # another send started a run a moment ago
-        return PanelSend(conversation, WAIT)
+        return PanelSend(conversation, turns.WAIT)
     return PanelSend(conversation, None, sent=True)

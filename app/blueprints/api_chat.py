@@ -130,9 +130,10 @@ def agent():
 
 def _send(conversation, body: NewMessage) -> str:
     """Check a message as every transport does, store it and start its run; return the run id."""
-    text, limit = body.message.strip(), current_app.config["MAX_MESSAGE_CHARS"]
-    if not text or len(text) > limit:
-        raise ApiError(422, f"Write a message of 1 to {limit:,} characters.", fields={"message": "length"})
+    text = body.message.strip()
+    error = turns.message_error(text)
+    if error is not None:
+        raise ApiError(422, error, fields={"message": "length"})
     if conversation.agent is None or not conversation.agent.usable_by(current_user):
         raise ApiError(403, "You can no longer use this conversation's agent.")
     try:
@@ -142,7 +143,7 @@ def _send(conversation, body: NewMessage) -> str:
     try:
         _message, run = turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:
-        raise ApiError(409, "Wait for the current answer before sending another message.", "RUN_IN_PROGRESS") from None
+        raise ApiError(409, turns.WAIT, "RUN_IN_PROGRESS") from None
     return run.id
 
 

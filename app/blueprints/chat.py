@@ -19,7 +19,6 @@ from app.web.htmx import is_htmx, retarget
 bp = Blueprint("chat", __name__)
 
 TITLE_MAX = 200
-WAIT = "Wait for the current answer, or stop it, before sending another message."
 
 
 def usable_agents() -> list[Agent]:
@@ -77,12 +76,9 @@ def send(conversation_id: int):
     if current_user.role == "guest":  # guests read; they start and continue no chat (see create)
         abort(403)
     text = (request.form.get("text") or "").strip()
-    limit = current_app.config["MAX_MESSAGE_CHARS"]
-    if not text:
-        return _refuse(conversation, text, "Write a message first.")
-    if len(text) > limit:
-        return _refuse(conversation, text,
-                       f"The message is too long ({len(text):,} characters; the limit is {limit:,}).")
+    error = turns.message_error(text)
+    if error is not None:
+        return _refuse(conversation, text, error)
     if conversation.agent is None or not conversation.agent.usable_by(current_user):
         return _refuse(conversation, text, "You can no longer use this agent.")
     command = parse_command(text)
@@ -91,7 +87,7 @@ def send(conversation_id: int):
         if config is None or not config.allow_compact:
             return _refuse(conversation, text, "This agent does not allow /compact.")
         if turns.active_run(conversation) is not None:
-            return _refuse(conversation, text, WAIT)
+            return _refuse(conversation, text, turns.WAIT)
         return _compact(conversation, text, command)
     try:
         context = parse_context_text(request.form.get("context"), current_user.role)
@@ -100,7 +96,7 @@ def send(conversation_id: int):
     try:  # the database refuses a second run while one is under way (two sends at once included)
         message, run = turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:
-        return _refuse(conversation, text, WAIT)
+        return _refuse(conversation, text, turns.WAIT)
     if is_htmx():
         return render_template("chat/_sent.html", conversation=conversation, message=message, run=run)
     return redirect(url_for("chat.show", conversation_id=conversation.id))
@@ -169,12 +165,6 @@ def delete(conversation_id: int):
     purge_conversation(conversation)
     db.session.commit()
     flash("Chat deleted.")
-    if is_htmx():
-        if request.args.get("from") == "sidebar":
-            return render_template("chat/_sidebar_removed.html", conversation_id=conversation_id)
-        response = Response(status=204)
-        response.headers["HX-Redirect"] = url_for("chat.index")
-        return response
     return redirect(url_for("chat.index"))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
+from app.database import name_clash
 from app.extensions import db
 from app.knowledge.chunking import chunk
 from app.knowledge.indexing import queue_indexing
@@ -55,9 +56,8 @@ def index():
 def save(kb_id: int | None = None):
     values, errors = _form_errors(request.form)
     kb = _kb(kb_id) if kb_id else KnowledgeBase()
-    clash = db.session.scalar(db.select(KnowledgeBase.id).where(KnowledgeBase.name == values["name"]))
-    if clash is not None and clash != kb.id:
-        errors["name"] = "Another knowledge base has this name."
+    if "name" not in errors and (clash := name_clash(KnowledgeBase.name, values["name"], kb.id, "knowledge base")):
+        errors["name"] = clash
     if errors:
         bases = db.session.scalars(db.select(KnowledgeBase).order_by(KnowledgeBase.name)).all()
         template = "knowledge/base.html" if kb_id else "knowledge/index.html"

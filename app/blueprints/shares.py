@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from app.chat.conversations import get_own_conversation, transcript
+from app.chat.forms import ShareForm, audiences
 from app.chat.sharing import copy_snapshot, snapshot_of
 from app.extensions import db
-from app.models import Share, User
+from app.models import Share
 from app.models.base import utcnow
-from app.models.shares import AUDIENCES
 from app.web.htmx import is_htmx
 from app.web.security import member_required, public
 
 bp = Blueprint("shares", __name__)
-
-MAX_EXPIRY_DAYS = 365
-
 
 def get_own_share(share_id: int) -> Share:
     share = db.session.get(Share, share_id)
@@ -28,60 +23,30 @@ def get_own_share(share_id: int) -> Share:
     return share
 
 
-def audiences() -> dict[str, str]:
-    allowed = dict(AUDIENCES)
-    if not current_app.config["ALLOW_PUBLIC_LINKS"]:
-        allowed.pop("public")
-    return allowed
-
-
 @bp.route("/chat/<int:conversation_id>/share")
 def dialog(conversation_id: int):
     conversation = get_own_conversation(conversation_id)
     return _render_dialog(conversation)
 
 
-def _render_dialog(conversation, errors=None, form=None, status=200, created=None):
+def _render_dialog(conversation, form: ShareForm | None = None, status=200, created=None):
     links = db.session.scalars(db.select(Share).where(
         Share.conversation_id == conversation.id, Share.revoked_at.is_(None))
         .order_by(Share.created_at.desc()))
     return render_template("shares/_dialog.html", conversation=conversation, links=list(links),
-                           audiences=audiences(), errors=errors or {}, form=form or {},
+                           audiences=audiences(), form=form or ShareForm(formdata=None),
                            created=created), status
 
 
 @bp.route("/chat/<int:conversation_id>/shares", methods=["POST"])
 def create(conversation_id: int):
     conversation = get_own_conversation(conversation_id)
-    form = request.form
-    errors: dict[str, str] = {}
-    audience = form.get("audience", "instance")
-    if audience not in audiences():
-        errors["audience"] = "Choose who may open the link."
-    people: list[User] = []
-    if audience == "users":
-        emails = [e.strip().lower() for e in form.get("emails", "").replace(";", ",").split(",") if e.strip()]
-        if not emails:
-            errors["emails"] = "Name at least one person by e-mail."
-        for email in emails:
-            person = db.session.scalar(db.select(User).where(User.email == email, User.active.is_(True)))
-            if person is None:
-                errors["emails"] = f"No active account has the e-mail {email}."
-                break
-            people.append(person)
-    days = form.get("expires_days", "").strip()
-    expires_at = None
-    if days:
-        if not days.isdigit() or not 1 <= int(days) <= MAX_EXPIRY_DAYS:
-            errors["expires_days"] = (f"Use a whole number of days from 1 to {MAX_EXPIRY_DAYS}, "
-                                      "or leave it empty.")
-        else:
-            expires_at = utcnow() + timedelta(days=int(days))
-    if errors:
-        return _render_dialog(conversation, errors, form, 422)
-    share = Share(conversation_id=conversation.id, owner_id=current_user.id, audience=audience,
-                  snapshot=snapshot_of(transcript(conversation)), snapshot_at=utcnow(), expires_at=expires_at,
-                  users=people)
+    form = ShareForm()
+    if not form.validate():
+        return _render_dialog(conversation, form, 422)
+    share = Share(conversation_id=conversation.id, owner_id=current_user.id, audience=form.audience.data,
+                  snapshot=snapshot_of(transcript(conversation)), snapshot_at=utcnow(), expires_at=form.expires_at,
+                  users=form.people)
     db.session.add(share)
     db.session.commit()
     if is_htmx():

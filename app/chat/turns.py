@@ -18,6 +18,25 @@ class RunInProgress(Exception):
     """The conversation has a queued or running run already (a database index guarantees one at most)."""
 
 
+WAIT = "Wait for the current answer, or stop it, before sending another message."
+
+
+def message_error(text: str, conversation: Conversation | None = None) -> str | None:
+    """What is wrong with a message a user sends, or None: the one check of the composer, the data panel and the API.
+
+    `text` is already stripped. With a conversation, a run under way is also an error (the database refuses a
+    second run in any case; callers that pass none answer `RunInProgress` with `WAIT`).
+    """
+    limit = current_app.config["MAX_MESSAGE_CHARS"]
+    if not text:
+        return "Write a message first."
+    if len(text) > limit:
+        return f"The message is too long ({len(text):,} characters; the limit is {limit:,})."
+    if conversation is not None and active_run(conversation) is not None:
+        return WAIT
+    return None
+
+
 # What starting a run reads of a conversation, loaded with it in one query.
 FOR_TURN = (joinedload(Conversation.agent).joinedload(Agent.model_config), undefer(Conversation.model_context))
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import lru_cache
+from datetime import datetime
 from typing import Any
 
 from flask import Flask
 from jinja2 import TemplateError
-from jinja2.sandbox import SandboxedEnvironment
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ToolFailed
@@ -19,15 +17,9 @@ from pydantic_ai.toolsets import AbstractToolset
 from app.models import Agent, User
 from app.runtime.deferred import standing_approvals
 from app.runtime.profiles import profile_for
+from app.runtime.prompts import clock_variables, render
 from app.runtime.providers import ModelSpec, build_model
 from app.runtime.skill import Skill, SkillContext, _tool_names
-
-_templates = SandboxedEnvironment(autoescape=False)
-
-
-@lru_cache(maxsize=256)
-def _compiled(template: str):
-    return _templates.from_string(template)
 
 
 @dataclass(frozen=True)
@@ -80,14 +72,12 @@ class BuiltAgent:
 
 def render_instructions(template: str, person: Person, agent_name: str, now: datetime | None = None) -> str:
     """Fill the instruction variables ({{ user.name }}, {{ today }}, ...) in a sandbox."""
-    now = now or datetime.now(UTC)
     variables = {
         "user": {"name": person.name, "email": person.email, "role": person.role},
         "agent": {"name": agent_name},
-        "today": now.date().isoformat(),
-        "now": now.strftime("%Y-%m-%d %H:%M UTC"),
+        **clock_variables(now),
     }
-    return _compiled(template).render(variables)
+    return render(template, variables)
 
 
 def check_instructions(template: str) -> str | None:

@@ -17,7 +17,7 @@ from app.runtime.history import load_history
 from app.runtime.loop import run as run_on_loop
 from app.runtime.model_choice import model_spec_for
 from app.runtime.outcome import step_result
-from app.runtime.prompts import clock_variables, render_prompt
+from app.runtime.prompts import clock_variables, render, render_prompt, template_error
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
 from app.runtime.skill import (
     GROUP_KEY,
@@ -46,7 +46,7 @@ __all__ = [
     # Calls that wait for a person
     "ASKS_USER", "CARD_KEY",
     # Sandboxed prompt templates
-    "clock_variables", "render_prompt",
+    "clock_variables", "render", "render_prompt", "template_error",
     # Compaction's mechanics
     "MAX_RATIO", "CompactionResult", "Summarizer", "compact", "estimate_tokens", "threshold_target",
     "usage_ratio",

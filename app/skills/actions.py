@@ -13,8 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import httpx2
-from jinja2 import TemplateError
-from jinja2.sandbox import SandboxedEnvironment
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -26,7 +24,7 @@ from app.extensions import db
 from app.guards.credentials import HeaderLines, fill_headers
 from app.guards.outbound import fetch, policy_from_config
 from app.models import User
-from app.runtime.contract import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext, render, template_error
 from app.skills.subagent import TOOL_NAME, delegate, reach
 from app.tables import permissions, records, schema
 
@@ -35,7 +33,6 @@ AGENT_MAX_DEPTH = 2
 EMPTY_SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
 DEFAULT_PROMPT = "Carry out this request. Its arguments are:\n{{ arguments_json }}"
 
-_templates = SandboxedEnvironment(autoescape=False)
 
 
 class Config(BaseModel):
@@ -116,10 +113,8 @@ class Config(BaseModel):
     @field_validator("prompt")
     @classmethod
     def valid_prompt(cls, value: str) -> str:
-        try:
-            _templates.parse(value)
-        except TemplateError as error:
-            raise ValueError(f"Template error: {error}") from error
+        if problem := template_error(value):
+            raise ValueError(problem)
         return value
 
     @field_validator("table")
@@ -158,8 +153,8 @@ async def ask_agent(run: RunContext[Any], ctx: SkillContext, config: Config,
                     arguments: dict[str, Any]) -> str:
     """Ask the configured agent, checked for the acting user like a subagent, with the arguments."""
     hop = reach(ctx, config.agent, AGENT_MAX_DEPTH)
-    prompt = _templates.from_string(config.prompt).render(
-        arguments=arguments, arguments_json=json.dumps(arguments, ensure_ascii=False, indent=2))
+    prompt = render(config.prompt, {
+        "arguments": arguments, "arguments_json": json.dumps(arguments, ensure_ascii=False, indent=2)})
     return await delegate(run, ctx, hop, prompt)
 
 

@@ -44,8 +44,8 @@ class Config(BaseModel):
 
     modes: list[Mode] = Field(default_factory=list, max_length=12)
     """The agent's modes, each naming its active tool groups; the first is where a run starts."""
-    always_active: list[str] = Field(default_factory=lambda: ["docs"], max_length=20)
-    """Tool groups loaded in every mode (the documentation search)."""
+    always_active: list[str] = Field(default_factory=lambda: ["docs", "knowledge"], max_length=20)
+    """Tool groups loaded in every mode (the documentation search: the knowledge skill's group)."""
 
     @model_validator(mode="after")
     def unique_modes(self) -> Config:

@@ -109,6 +109,17 @@ def test_a_bad_message_is_422_and_sends_nothing(app, client, auth, agent_with, b
     assert client.get(f"/api/conversations/{conversation_id}/messages").json["data"] == []
 
 
+@pytest.mark.parametrize(("text", "error"), [
+    ("  ", "Write a message first."),
+    ("x" * 20_001, "The message is too long (20,001 characters; the limit is 20,000)."),
+])
+def test_a_bad_message_is_refused_in_the_composers_words(app, client, auth, agent_with, text, error):
+    auth.login_as("user")
+    conversation_id = post(client, "/api/conversations", {"agentId": agent_with(Script("Hi"))}).json["data"]["id"]
+    response = post(client, f"/api/conversations/{conversation_id}/messages", {"message": text})
+    assert response.status_code == 422 and response.json["message"] == error
+
+
 def test_someone_elses_conversation_is_404_and_guests_do_not_chat(app, client, auth, agent_with):
     auth.login_as("user")
     conversation_id = post(client, "/api/conversations", {"agentId": agent_with(Script("Hi"))}).json["data"]["id"]

@@ -112,4 +112,4 @@ def test_calls_run_one_after_another(app, client, auth, scripted_model):
 def test_modes_need_distinct_names():
     with pytest.raises(ValidationError, match="same name"):
         skill.parse({"modes": [{"name": "data"}, {"name": "data"}]})
-    assert skill.parse({}).always_active == ["docs"]
+    assert skill.parse({}).always_active == ["docs", "knowledge"]

@@ -140,6 +140,16 @@ def test_an_empty_message_is_refused_beside_the_box(app, client, auth, assistant
     assert response.status_code == 422 and 'id="assistant-error"' in response.text
 
 
+@pytest.mark.parametrize(("text", "error"), [
+    (" ", "Write a message first."),
+    ("x" * 20_001, "The message is too long (20,001 characters; the limit is 20,000)."),
+])
+def test_the_panel_refuses_a_message_in_the_composers_words(app, client, auth, assistant, text, error):
+    auth.login_as("user")
+    response = client.post("/data/orders/assistant", data={"text": text}, headers={"HX-Request": "true"})
+    assert response.status_code == 422 and error in response.text
+
+
 def test_guests_and_tables_without_an_assistant_get_no_panel(app, client, auth, assistant):
     auth.login_as("guest")
     assert 'id="assistant"' not in client.get("/data/orders/1").text

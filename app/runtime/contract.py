@@ -15,8 +15,8 @@ from app.runtime.deferred import ASKS_USER, CARD_KEY
 from app.runtime.events import HEADER, NOTICE
 from app.runtime.history import load_history
 from app.runtime.loop import run as run_on_loop
-from app.runtime.offline import OFFLINE_PATTERNS
 from app.runtime.model_choice import model_spec_for
+from app.runtime.offline import OFFLINE_PATTERNS
 from app.runtime.outcome import step_result
 from app.runtime.prompts import clock_variables, render, render_prompt, template_error
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model

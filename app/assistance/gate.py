@@ -36,6 +36,9 @@ UNGATED = {
     "approvals.index": "the admins' audit of past decisions, not a conversation",
     "runs.index": "the admins' list of runs, for diagnostics",
     "admin.compactions": "the admins' diagnostics of a conversation's compactions",
+    "evals.show": "the admins' evaluation reports: cases ran on disposable databases, no one's conversation",
+    "evals.case": "the admins' evaluation reports: cases ran on disposable databases, no one's conversation",
+    "evals.export": "the admins' evaluation reports: cases ran on disposable databases, no one's conversation",
 }
 
 

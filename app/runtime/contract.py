@@ -16,6 +16,7 @@ from app.runtime.events import HEADER, NOTICE
 from app.runtime.history import load_history
 from app.runtime.loop import run as run_on_loop
 from app.runtime.model_choice import model_spec_for
+from app.runtime.offline import OFFLINE_PATTERNS
 from app.runtime.outcome import step_result
 from app.runtime.prompts import clock_variables, render, render_prompt, template_error
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
@@ -34,7 +35,7 @@ __all__ = [
     # The contract
     "Built", "Skill", "SkillContext", "TurnEnd",
     # Tool groups and the tool metadata keys every skill may set
-    "ToolGroup", "GROUP_KEY", "MUTATES_KEY", "ROUTING_ONLY_KEY",
+    "ToolGroup", "GROUP_KEY", "MUTATES_KEY", "ROUTING_ONLY_KEY", "OFFLINE_PATTERNS",
     # Models and agents: which model a conversation runs on, building one, building another agent
     "ModelSpec", "ModelUnavailable", "build_model", "model_spec_for", "AgentSpec", "Person", "build_agent",
     # The runtime's loop and a conversation's model context

@@ -134,7 +134,11 @@ def _summary(text: str) -> str:
 
 
 def best_tool(prompt: str, tools: list[ToolDefinition], exclude: set[str] = frozenset()) -> ToolDefinition | None:
-    """Return the tool whose name and description share most words with the prompt, if any does."""
+    """Return the tool whose name and description share most words with the prompt, if any does.
+
+    A tool whose offline patterns (`OFFLINE_PATTERNS` in its metadata) match the prompt counts as a match
+    too: that is how a tool claims requests that share no word with its name ("what is compaction?").
+    """
     words = _stems(prompt)
     best, best_score = None, 0.0
     for tool in tools:
@@ -143,9 +147,17 @@ def best_tool(prompt: str, tools: list[ToolDefinition], exclude: set[str] = froz
         name_words = _stems(tool.name.replace("_", " "))
         desc_words = _stems(tool.description or "") - name_words
         score = 2.0 * len(words & name_words) + 0.5 * len(words & desc_words)
+        if _claims(tool, prompt):
+            score += 2.0
         if score > best_score:
             best, best_score = tool, score
     return best if best_score >= 2.0 else None
+
+
+def _claims(tool: ToolDefinition, prompt: str) -> bool:
+    """Tell whether one of the tool's offline patterns matches the prompt."""
+    return any(re.search(pattern, prompt, re.IGNORECASE)
+               for pattern in (tool.metadata or {}).get(OFFLINE_PATTERNS, ()))
 
 
 def fill_arguments(tool: ToolDefinition, prompt: str, output: bool = False) -> dict[str, Any]:

@@ -18,7 +18,12 @@ from app.knowledge.citations import (
     strip_invalid,
     valid_citations,
 )
-from app.runtime.contract import Skill, SkillContext
+from app.runtime.contract import OFFLINE_PATTERNS, Skill, SkillContext
+
+# The offline model takes a plain question ("what is compaction?") to the search, the question as the query.
+OFFLINE_QUESTION = {OFFLINE_PATTERNS: (
+    r"^\s*(?P<query>(?:what|how|why|where|when|which|who|is|are|does|do|can|explain|tell me about)\b[^\n]*?)\s*$",
+)}
 
 INSTRUCTIONS = (
     "You can search knowledge bases with search_knowledge. For a question the documents may answer, search "
@@ -62,7 +67,7 @@ class Knowledge(AbstractCapability[Any]):
     def get_toolset(self) -> FunctionToolset:
         toolset = FunctionToolset(instructions=INSTRUCTIONS)
 
-        @toolset.tool_plain
+        @toolset.tool_plain(metadata=OFFLINE_QUESTION)
         def search_knowledge(query: str) -> str:
             """Search the knowledge bases; `query` is a standalone search that carries the conversation's context."""
             query = " ".join((query or "").split())

@@ -4,8 +4,10 @@ and the answer reports what the tool did."""
 from __future__ import annotations
 
 from app.extensions import db
-from app.models import Agent
-from app.seed import WORKSPACE_ASSISTANT
+from app.knowledge.indexing import index_knowledge_base
+from app.knowledge.library import sync_folder
+from app.models import Agent, KnowledgeBase
+from app.seed import DOCS_KB, WORKSPACE_ASSISTANT
 from app.tables.records import page_of_rows, select_rows
 from app.tables.schema import get_table
 from tests.chat_driver import outcome, send
@@ -54,3 +56,21 @@ def test_the_offline_assistant_reports_a_refusal_as_it_came(app, client, auth):
     assert "failed: Refused: Mallory (role user) may not create tables" in message.content
     with app.app_context():
         assert get_table("contacts") is None
+
+
+def test_the_offline_assistant_answers_a_product_question_from_the_docs(app, client, auth):
+    with app.app_context():
+        kb = db.session.scalar(db.select(KnowledgeBase).where(KnowledgeBase.name == DOCS_KB))
+        sync_folder(kb)
+        db.session.commit()
+        index_knowledge_base(kb.id)
+    auth.login_as("user")
+    conversation_id = workspace_chat(app, client)
+
+    run, message = outcome(app, send(app, client, conversation_id, "What is compaction?"))
+    assert run.status == "succeeded", run.error
+    [step] = message.steps
+    assert step["name"] == "search_knowledge" and not step["failed"], step
+    assert "compaction" in str(step["args"]).lower()
+    assert "/knowledge/passages/" in message.content, message.content
+    assert message.meta["knowledge"]["citations"], message.meta

@@ -47,7 +47,8 @@ async def librarian(messages, info):
         yield "Backups run in the night window at 02:00 [1]."
 
 
-def test_upload_index_console_and_a_cited_answer(page: Page, app, live_server, scripted_model, tmp_path):
+def test_upload_index_console_and_a_cited_answer(page: Page, app, live_server, scripted_model, tmp_path,
+                                                 screenshot):
     app.config["CHROMA_PATH"] = str(tmp_path / "chroma")  # this test's vectors only
     embedder_from_config({"EMBEDDINGS": "minilm"}).embed(["warm up"])  # loaded once, before the upload
     with app.app_context():
@@ -77,6 +78,7 @@ def test_upload_index_console_and_a_cited_answer(page: Page, app, live_server, s
     results = page.locator("#console-results")
     expect(results.locator("tr.kept").first).to_contain_text("rota")
     expect(results).to_contain_text("(1)")  # ranks shown beside the scores
+    screenshot(page, "retrieval-console")
 
     page.context.clear_cookies()
     sign_in(page, url, "uma@example.org")

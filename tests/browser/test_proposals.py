@@ -58,8 +58,10 @@ def open_orders(page: Page, app, live_server, scripted_model) -> None:
 
 
 def test_accepting_the_proposal_switches_the_list_to_cards_and_it_persists(page: Page, app, live_server,
-                                                                           scripted_model):
+                                                                           scripted_model, screenshot):
     open_orders(page, app, live_server, scripted_model)
+    page.get_by_test_id("proposal").scroll_into_view_if_needed()
+    screenshot(page, "proposal")
     page.get_by_test_id("proposal-accept").click()
     expect(page.get_by_test_id("proposal-decision")).to_have_text("Accepted.")
     expect(page.get_by_test_id("records")).to_have_attribute("data-layout", "cards")

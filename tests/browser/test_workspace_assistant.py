@@ -15,7 +15,7 @@ from tests.conftest import make_user
 pytestmark = pytest.mark.browser
 
 
-def test_an_admin_asks_the_workspace_assistant_for_a_table(page: Page, app, live_server):
+def test_an_admin_asks_the_workspace_assistant_for_a_table(page: Page, app, live_server, screenshot):
     with app.app_context():
         make_user("admin", name="Ada Admin", email="ada@example.org")
     sign_in(page, live_server.url, "ada@example.org")
@@ -33,6 +33,7 @@ def test_an_admin_asks_the_workspace_assistant_for_a_table(page: Page, app, live
     expect(answer).to_contain_text("with the fields name, email")
     assert "Offline model" in answer.inner_text()
     assert not re.search(r"\b(added|inserted|updated|deleted)\b", answer.inner_text(), re.I)  # nothing else claimed
+    screenshot(page, "workspace-assistant")
 
     # The table exists, with its fields, and its list shows them.
     with app.app_context():

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.assistance.claims import claims_change
 from app.evals.dataset import Case
+from app.policy.claims import claims_change
 
 CITATION = re.compile(r"\[(\d{1,3})\]|\[source:\s*([^\]]+)\]", re.IGNORECASE)
 

@@ -11,7 +11,8 @@ from typing import Any
 from app.assistance.claims import claims_change
 from app.evals.dataset import Case, ToolResultCheck
 
-CITATION = re.compile(r"\[(\d{1,3})\]|\[source:\s*([^\]]+)\]", re.IGNORECASE)
+# `[n]`, also as the knowledge skill links it (`[\[n\]](/knowledge/passages/…)`), and `[source: title]`.
+CITATION = re.compile(r"\\?\[(\d{1,3})\\?\]|\[source:\s*([^\]]+)\]", re.IGNORECASE)
 
 
 @dataclass
@@ -51,7 +52,7 @@ def claims_success(text: str) -> bool:
 
 
 def cited_sources(text: str) -> list[str]:
-    """The sources an answer cites: `[n]` numbers and `[source: title]` names."""
+    """The sources an answer cites: `[n]` numbers (linked or not) and `[source: title]` names."""
     return [number or name.strip() for number, name in CITATION.findall(text)]
 
 

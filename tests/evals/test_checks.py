@@ -80,3 +80,12 @@ def test_a_tool_result_check_reads_only_that_tools_results_and_needs_a_call():
     assert verdicts(other, outcome) == [(False, "no result of search contains 'made it' (got: [1] The guide)")]
     uncalled = {"tools": {"results": [{"tool": "delete_table", "not_contains": ["x"]}]}}
     assert verdicts(uncalled, outcome) == [(False, "delete_table was not called")]
+
+
+def test_a_linked_citation_counts_as_cited():
+    checks = {"answer": {"cites_only_retrieved": True}}
+    retrieved = [step("search_knowledge", result="[1] (passage 4) Backups\nEvery night.")]
+    linked = CaseOutcome(answer="Every night [\\[1\\]](/knowledge/passages/4).", status="succeeded", steps=retrieved)
+    assert verdicts(checks, linked) == [(True, "")]
+    invented = CaseOutcome(answer="Hourly [\\[2\\]](/knowledge/passages/9).", status="succeeded", steps=retrieved)
+    assert verdicts(checks, invented) == [(False, "cites sources no tool returned: 2")]

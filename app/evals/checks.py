@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.assistance.claims import claims_change
 from app.evals.dataset import Case, ToolResultCheck
+from app.policy.claims import claims_change
 
 # `[n]`, also as the knowledge skill links it (`[\[n\]](/knowledge/passages/…)`), and `[source: title]`.
 CITATION = re.compile(r"\\?\[(\d{1,3})\\?\]|\[source:\s*([^\]]+)\]", re.IGNORECASE)

@@ -8,7 +8,7 @@ import pytest
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter
 
-from app.assistance.proposals import PENDING
+from app.policy.proposals import PENDING
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted
 from tests.tables.factory import make_table

@@ -20,7 +20,7 @@ from app.extensions import db
 from app.models import ROLES, Agent, ModelConfig
 from app.runtime.builder import check_instructions
 from app.runtime.skill import Skill, SkillContext
-from app.web.form_fields import ChosenIdField, NumberField, words
+from app.web.form_fields import ChosenIdField, NumberField, stripped, words
 from app.web.settings_forms import SettingsForm
 
 MAX_SKILLS = 50
@@ -60,10 +60,6 @@ class SkillEntry(Field):
         return not self.errors
 
 
-def _text(value) -> str:
-    return (value or "").strip()
-
-
 def _lines(value) -> str:
     return (value or "").replace("\r\n", "\n")
 
@@ -74,7 +70,7 @@ def _known_roles(roles) -> list[str]:
 
 class AgentForm(FlaskForm):
     name = StringField("Name", filters=[words])
-    description = StringField("Description", filters=[_text])
+    description = StringField("Description", filters=[stripped])
     instructions = TextAreaField("Instructions", filters=[_lines])
     model_config_id = ChosenIdField("Model")
     roles = SelectMultipleField("Who may use it", choices=list(ROLES), validate_choice=False,

@@ -1,4 +1,4 @@
-"""WTForms fields and filters the app's forms share: folded words, a bounded number, an optional chosen id."""
+"""WTForms fields and filters the app's forms share: stripped text, folded words, a bounded number, a chosen id."""
 
 from __future__ import annotations
 
@@ -6,6 +6,16 @@ from wtforms import Field
 from wtforms.validators import ValidationError
 
 from app.models.base import bounded_int
+
+
+def first_errors(form) -> dict[str, str]:
+    """Each field's first error, by field name, for a template that shows one message beside each field."""
+    return {name: field.errors[0] for name, field in form._fields.items() if field.errors}
+
+
+def stripped(value) -> str:
+    """Strip a value's outer white space (a filter); None is ""."""
+    return (value or "").strip()
 
 
 def words(value) -> str:

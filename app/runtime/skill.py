@@ -18,6 +18,8 @@ from pydantic import BaseModel
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset, PrefixedToolset, WrapperToolset
 
+from app.runtime.services import service_of
+
 if TYPE_CHECKING:
     from app.models import Agent, Conversation, Message, ModelConfig
 
@@ -56,6 +58,10 @@ class SkillContext:
         """Show a change this tool made (a notice, the header) on the chat page now, through the run's stream."""
         if self.announce is not None:
             self.announce(type_, data)
+
+    def service(self, name: str) -> Any:
+        """Return the service an area registered for skills as `name` (app/runtime/services.py)."""
+        return service_of(self.app, name)
 
     @contextmanager
     def app_context(self) -> Iterator[None]:

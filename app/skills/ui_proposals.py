@@ -19,7 +19,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.assistance.proposals import ProposalCollector, ProposalRejected, review_answer
+from app.policy.proposals import ProposalCollector, ProposalRejected, review_answer
 from app.runtime.contract import Skill, SkillContext
 
 INSTRUCTIONS = (

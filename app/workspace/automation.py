@@ -15,8 +15,9 @@ from werkzeug.datastructures import MultiDict
 from app.agents import editor
 from app.extensions import db
 from app.models import Agent, DataTable, Trigger, User
+from app.runtime.contract import Invalid
 from app.triggers.editing import check_form, save_trigger, trigger_form
-from app.workspace.access import Invalid, require_admin
+from app.workspace.access import require_admin
 from app.workspace.reuse import differences, reused
 
 AGENT_CHANGES = ("name", "description", "instructions", "roles", "max_requests", "skills")

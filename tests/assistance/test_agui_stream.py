@@ -11,7 +11,7 @@ import pytest
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter
 
-from app.assistance.proposals import PENDING
+from app.policy.proposals import PENDING
 from app.extensions import db
 from app.guards.credentials import save_credential
 from app.models import Conversation

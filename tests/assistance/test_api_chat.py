@@ -7,9 +7,9 @@ import json
 import pytest
 
 from app.api.tokens import create_token
-from app.assistance.proposals import PENDING
 from app.extensions import db
 from app.models import Conversation, User
+from app.policy.proposals import PENDING
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted
 from tests.tables.factory import make_table

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from app.assistance.preferences import ui_setting
-from app.assistance.proposals import PENDING, ProposalRejected, check_reason, claims_applied
 from app.extensions import db
 from app.guards.credentials import save_credential
 from app.models import RunEvent, User
+from app.policy.proposals import PENDING, ProposalRejected, check_reason, claims_applied
 from app.runtime import execution
 from app.tables.schema import get_table
 from tests.chat_driver import last_run_id, outcome, start_chat

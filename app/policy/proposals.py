@@ -3,7 +3,7 @@
 A proposal is data, a target and a value, never code, markup, a link or a tool call. Each call of
 a proposal tool is untrusted input, checked here (ProposalRejected says what to fix, and the skill
 hands it to the model as a ModelRetry, storing nothing):
-- the target is one the page declared (context.page.proposable, checked by targets.py);
+- the target is one the page declared (context.page.proposable, checked by app/assistance/targets.py);
 - the value, given as JSON text, parses strictly and satisfies the schema the page declared;
 - the reason is plain text of at most 240 characters: no markup, link or control character, and it
   passes the output guardrails (app/runtime/guardrails.py);
@@ -22,10 +22,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from app.assistance.claims import claims_applied
-from app.assistance.schema_subset import InvalidJSON, compile_schema, loads_json
-from app.assistance.targets import KINDS
+from app.policy.claims import claims_applied
+from app.policy.schema_subset import InvalidJSON, compile_schema, loads_json
 
+# The kinds of target a page may declare, each with the names that identify one (targets.py checks them).
+KINDS = {"preference": ("namespace", "key"), "view_state": ("resource", "view")}
 MAX_PROPOSALS = 3
 MAX_REASON = 240
 SCHEMA_VERSION = 1

@@ -11,10 +11,10 @@ import pytest
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter
 
-from app.policy.proposals import PENDING
 from app.extensions import db
 from app.guards.credentials import save_credential
 from app.models import Conversation
+from app.policy.proposals import PENDING
 from app.runtime.guardrails import REFUSAL
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted

@@ -80,7 +80,9 @@ def test_the_chat_page_shows_the_refusal_and_its_status(client, leaking_chat):
     conversation_id, _run, _message = leaking_chat(f"Here: {SECRET}")
     page = client.get(f"/chat/{conversation_id}").text
     assert REFUSAL in page and "status-refused" in page and "<strong>Refused.</strong>" in page
-    assert SECRET not in page
+    exported = client.get(f"/chat/{conversation_id}/export.md").text
+    assert f"_(refused)_\n\n{REFUSAL}" in exported
+    assert SECRET not in page + exported + client.get(f"/chat/{conversation_id}/export.json").text
 
 
 @pytest.mark.parametrize("answer", [f"Token: {TOKEN}", f"The key:\n\n```\n{KEY}\n```"])

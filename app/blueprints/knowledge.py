@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
-from wtforms import SelectMultipleField, StringField
+from wtforms import StringField
 from wtforms.validators import ValidationError
 
 from app.database import name_clash
@@ -23,7 +23,7 @@ from app.knowledge.library import (
 from app.knowledge.search import retrieve
 from app.models import ROLES, KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.web import navigation
-from app.web.form_fields import NumberField, first_errors, stripped, words
+from app.web.form_fields import NumberField, RolesField, first_errors, stripped, words
 from app.web.security import admin_required, member_required
 
 bp = Blueprint("knowledge", __name__)
@@ -46,8 +46,7 @@ def _chunk_field(label: str, name: str) -> NumberField:
 class KnowledgeBaseForm(FlaskForm):
     name = StringField("Name", filters=[words])
     description = StringField("Description", filters=[stripped])
-    roles = SelectMultipleField("Roles that may search it", choices=list(ROLES), validate_choice=False,
-                                filters=[lambda roles: [role for role in roles or [] if role in ROLES]])
+    roles = RolesField("Roles that may search it")
     folder = StringField("Folder on the server to sync (optional)", filters=[stripped])
     chunk_size = _chunk_field("Passage size (characters)", "chunk_size")
     chunk_overlap = _chunk_field("Overlap (characters)", "chunk_overlap")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from wtforms import Field
+from wtforms import Field, SelectMultipleField
 from wtforms.validators import ValidationError
 
+from app.models import ROLES
 from app.models.base import bounded_int
 
 
@@ -84,3 +85,11 @@ class ChosenIdField(Field):
             self.data = bounded_int(valuelist[0]) or None
         except (IndexError, ValueError):
             self.data = None
+
+
+class RolesField(SelectMultipleField):
+    """Role checkboxes (`roles=admin&roles=user`): roles that do not exist are left out, not refused."""
+
+    def __init__(self, label=None, validators=None, **kwargs) -> None:
+        kwargs.setdefault("filters", [lambda roles: [role for role in roles or [] if role in ROLES]])
+        super().__init__(label, validators, choices=list(ROLES), validate_choice=False, **kwargs)

@@ -142,8 +142,9 @@ def events_after(run_id: str, seq: int) -> list[RunEvent]:
 class EventWriter:
     """Stores a run's events in order. Text deltas are coalesced for a few milliseconds.
 
-    A delta is never held longer than that: when the model pauses after it, a timer on the runtime
-    loop stores it, so the first words of a slow answer show at once.
+    A delta is never held longer than that (a timer on the runtime loop stores it when the model
+    pauses), unless the writer holds its text: a chat run does (`hold_text`), so that its answer is
+    stored with the end event, once the output guardrails have checked it.
     """
 
     def __init__(self, app: Flask, run_id: str, start_seq: int = 0) -> None:

@@ -12,7 +12,14 @@ from app.database import name_clash
 from app.extensions import db
 from app.knowledge.chunking import chunk
 from app.knowledge.indexing import queue_indexing
-from app.knowledge.library import clear_deleted_text, delete_document, delete_knowledge_base, put_document, sync_folder
+from app.knowledge.library import (
+    clear_deleted_text,
+    delete_document,
+    delete_knowledge_base,
+    folder_error,
+    put_document,
+    sync_folder,
+)
 from app.knowledge.search import retrieve
 from app.models import ROLES, KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.web import navigation
@@ -57,6 +64,10 @@ class KnowledgeBaseForm(FlaskForm):
     def validate_description(self, field) -> None:
         if len(field.data) > 300:
             raise ValidationError("Keep the description under 300 characters.")
+
+    def validate_folder(self, field) -> None:
+        if field.data and (problem := folder_error(field.data)):
+            raise ValidationError(problem)
 
     def validate_chunk_overlap(self, field) -> None:
         values = self.values()
@@ -146,6 +157,9 @@ def upload(kb_id: int):
 def sync(kb_id: int):
     kb = _kb(kb_id)
     try:
+        problem = folder_error(kb.folder) if kb.folder else None
+        if problem:  # a folder saved before the rule, or written by hand
+            raise ValueError(problem)
         counts = sync_folder(kb)
     except ValueError as error:
         return render_template("knowledge/base.html", kb=kb, values={}, errors={"folder": str(error)},

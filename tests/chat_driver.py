@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator, Callable
 
 from flask import Flask
 from flask.testing import FlaskClient
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ToolReturnPart
 
 from app.extensions import db
-from app.models import Message, Run
+from app.models import Conversation, Message, PendingCall, Run
 from app.runtime import execution, offline
 from tests.conftest import make_agent
 
@@ -24,13 +25,14 @@ def start_chat(app: Flask, client: FlaskClient, agent_id: int | None = None, **a
     return int(response.location.rstrip("/").rsplit("/", 1)[-1])
 
 
-def send(app: Flask, client: FlaskClient, conversation_id: int, text: str, wait: bool = True) -> str:
+def send(app: Flask, client: FlaskClient, conversation_id: int, text: str, wait: bool = True,
+         timeout: float = 30.0) -> str:
     """Send a message over HTTP; return the run id (once the run ended, unless wait is False)."""
     response = client.post(f"/chat/{conversation_id}/messages", data={"text": text})
     assert response.status_code == 302, response.text
     run_id = last_run_id(app, conversation_id)
     if wait:
-        execution.wait(run_id)
+        execution.wait(run_id, timeout)
     return run_id
 
 
@@ -49,6 +51,51 @@ def outcome(app: Flask, run_id: str) -> tuple[Run, Message | None]:
                                                              Message.role == "assistant"))
         db.session.expunge_all()
         return run, message
+
+
+def answer_of(app: Flask, run_id: str) -> str | None:
+    """Return the text of the assistant message the run produced."""
+    with app.app_context():
+        return db.session.scalar(db.select(Message.content).where(Message.run_id == run_id,
+                                                                  Message.role == "assistant"))
+
+
+def resumed_run(app: Flask, call_id: int) -> Run:
+    """Wait for the run that an answer to a pending call (a card) started; return it, detached."""
+    with app.app_context():
+        run_id = db.session.get(PendingCall, call_id).resume_run_id
+    assert run_id is not None, f"no run resumed call {call_id}"
+    execution.wait(run_id)
+    with app.app_context():
+        run = db.session.get(Run, run_id)
+        db.session.expunge(run)
+        return run
+
+
+def calls_of(app: Flask, conversation_id: int) -> list[PendingCall]:
+    """Return the conversation's pending calls (cards: approvals, plans, questions), oldest first, detached."""
+    with app.app_context():
+        calls = list(db.session.scalars(db.select(PendingCall).where(PendingCall.conversation_id == conversation_id)
+                                        .order_by(PendingCall.id)))
+        db.session.expunge_all()
+        return calls
+
+
+def model_context(app: Flask, conversation_id: int) -> list[ModelMessage]:
+    """Return the conversation's stored model context, parsed."""
+    with app.app_context():
+        return ModelMessagesTypeAdapter.validate_json(db.session.get(Conversation, conversation_id).model_context)
+
+
+def tool_results(app: Flask, conversation_id: int) -> list:
+    """Return the contents of what the tools gave back in the conversation's model context."""
+    return [part.content for part in tool_returns(app, conversation_id)]
+
+
+def tool_returns(app: Flask, conversation_id: int) -> list[ToolReturnPart]:
+    """Return what the tools gave back in the conversation's model context, in order."""
+    return [part for message in model_context(app, conversation_id) if isinstance(message, ModelRequest)
+            for part in message.parts if isinstance(part, ToolReturnPart)]
 
 
 def chat_model(scripted_model: Callable[..., int], stream: Callable[..., AsyncIterator]) -> int:

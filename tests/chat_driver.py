@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 
 from flask import Flask
@@ -111,6 +113,29 @@ def words(*parts: str) -> Callable[..., AsyncIterator[str]]:
             yield part
 
     return stream
+
+
+def read_in_thread(client: FlaskClient, url: str, chunks: list[bytes]) -> threading.Thread:
+    """Read a streamed response into chunks in a started daemon thread (it must be read where it was opened)."""
+
+    def read() -> None:
+        stream = client.get(url)
+        try:
+            chunks.extend(stream.response)
+        finally:
+            stream.close()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def until(condition: Callable[[], object], seconds: float = 10) -> bool:
+    """Poll the condition until it holds or the seconds are over; return whether it holds."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return bool(condition())
 
 
 def sse_events(body: str) -> list[dict[str, str]]:

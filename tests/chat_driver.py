@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import time
@@ -111,6 +112,20 @@ def words(*parts: str) -> Callable[..., AsyncIterator[str]]:
     async def stream(messages, info):
         for part in parts:
             yield part
+
+    return stream
+
+
+def working_until(release: threading.Event) -> Callable[..., AsyncIterator[str]]:
+    """A stream function that says "Working", then a dot every 50 ms until release is set (10 s at most)."""
+
+    async def stream(messages, info):
+        yield "Working"
+        for _ in range(200):
+            if release.is_set():
+                break
+            await asyncio.sleep(0.05)
+            yield "."
 
     return stream
 

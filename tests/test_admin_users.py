@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from app.extensions import db
 from app.models import Run, User
 from app.runtime import execution
-from tests.chat_driver import start_chat, until
+from tests.chat_driver import start_chat, until, working_until
 from tests.conftest import PASSWORD
 
 NEW_USER = {"name": "Lea", "email": "lea@example.org", "password": PASSWORD, "role": "user"}
@@ -146,14 +145,7 @@ def test_a_deleted_account_is_signed_out_on_its_next_request(app, client, admin,
 def test_the_stream_of_a_deactivated_user_ends(app, client, admin, other, scripted_model):
     """A run keeps going, but the deactivated user's open SSE stream closes within a poll."""
     release = threading.Event()
-
-    async def slow(messages, info):
-        yield "Working"
-        for _ in range(200):
-            if release.is_set():
-                break
-            await asyncio.sleep(0.05)
-            yield "."
+    slow = working_until(release)
 
     other_client, other_id = other
     conversation_id = start_chat(app, other_client, model_config_id=scripted_model(stream_function=slow))

@@ -6,14 +6,13 @@ token. Signing out, a new password, a new role, a deactivation and "Sign out eve
 
 from __future__ import annotations
 
-import asyncio
 import threading
 
 from app import create_app
 from app.extensions import db
 from app.models import Conversation, Run, User, UserSession
 from app.runtime import execution as runtime
-from tests.chat_driver import read_in_thread, start_chat, until
+from tests.chat_driver import read_in_thread, start_chat, until, working_until
 from tests.conftest import PASSWORD
 from tests.test_chat import demo_agent_id
 
@@ -190,14 +189,7 @@ def test_behind_a_configured_proxy_the_forwarded_address_is_the_client(settings,
 def test_an_open_stream_ends_when_its_session_is_signed_out(app, auth, scripted_model):
     """The run goes on; the SSE stream of a browser whose session ended closes within a poll."""
     release = threading.Event()
-
-    async def slow(messages, info):
-        yield "Working"
-        for _ in range(200):
-            if release.is_set():
-                break
-            await asyncio.sleep(0.05)
-            yield "."
+    slow = working_until(release)
 
     user_id = auth.create("user")
     email = email_of(app, user_id)

@@ -85,8 +85,8 @@ def _agent_values(agent: Agent) -> dict[str, Any]:
 
 
 def _errors(form: editor.AgentForm) -> str:
-    listed = [f"{k}: {v}" for k, v in form.errors.items()]
-    listed += [f"skill {i + 1} {k}: {v}" for i, errs in form.skill_errors.items() for k, v in errs.items()]
+    listed = [f"{k}: {v}" for k, v in form.error_map().items()]
+    listed += [f"skill {i + 1} {k}: {v}" for i, errs in form.skill_errors().items() for k, v in errs.items()]
     return "; ".join(listed)
 
 
@@ -125,10 +125,10 @@ def update_agent(user_id: int | None, name: str, changes: dict[str, Any]) -> dic
     form = editor.form_of(values, skills, registry, agent.id)
     kept: dict[str, str] = {}
     if not form.valid:
-        for key in list(form.errors):  # keep the existing value of each setting that does not validate
-            kept[key] = form.errors[key]
+        for key, why in form.error_map().items():  # keep the existing value of each setting that does not validate
+            kept[key] = why
             values[key] = _agent_values(agent).get(key, values.get(key))
-        if any(form.skill_errors.values()) or "skills" in kept:
+        if form.skill_errors() or "skills" in kept:
             kept["skills"] = _errors(form)
             skills = [dict(s) for s in agent.skills or []]
         form = editor.form_of(values, skills, registry, agent.id)

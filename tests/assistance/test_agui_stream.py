@@ -1,4 +1,7 @@
-"""POST /api/agent: the same turn as the base transport, as AG-UI events parsed with ag-ui-protocol's models."""
+"""POST /api/agent: the same turn as the base transport, as AG-UI events parsed with ag-ui-protocol's models.
+
+A plain answer, a tool call, a failure, a refusal and an interrupt, each checked against the order rules.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,11 @@ import pytest
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter
 
+from app.extensions import db
+from app.guards.credentials import save_credential
+from app.models import Conversation
 from app.policy.proposals import PENDING
+from app.runtime.guardrails import REFUSAL
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted
 from tests.tables.factory import make_table
@@ -115,6 +122,24 @@ def test_a_proposal_ends_the_run_with_an_interrupt_and_the_checked_answer(app, c
     finished = events[-1]
     assert finished.type == EventType.RUN_FINISHED and finished.outcome.type == "interrupt"
     assert finished.outcome.interrupts[0].reason == "proposal"
+
+
+def test_a_refusal_sends_the_stored_generic_message_then_run_error(app, client, auth, thread):
+    secret = "ghp_7Hq2ZpL0vXw9Ks3Rt"
+    conversation_id = thread(Script(f"Your token is {secret}."))
+    with app.app_context():
+        user_id = db.session.get(Conversation, conversation_id).user_id
+        save_credential(user_id, "github", secret)
+        db.session.commit()
+    response = stream(client, {"threadId": conversation_id, "message": "My token?"})
+    events = parse(response)
+    check_order(events)
+    assert [e.type.value for e in events] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
+                                              "TEXT_MESSAGE_END", "RUN_ERROR"]
+    assert events[2].delta == REFUSAL and events[-1].code == "REFUSED"
+    assert secret not in response.get_data(as_text=True)
+    stored = client.get(f"/api/conversations/{conversation_id}/messages").json["data"][-1]
+    assert stored["content"] == REFUSAL and stored["metadata"] == {"status": "refused"}  # the code is not stored
 
 
 @pytest.mark.parametrize(("body", "status"), [

@@ -382,7 +382,11 @@ def test_a_setting_the_config_refuses_is_a_422_beside_the_field_and_its_text_is_
         assert f'value="{text}"' in response.text
 
 
-def test_a_skill_that_is_no_longer_installed_is_dropped_on_save(app, client, admin):
+def test_a_skill_that_is_no_longer_installed_is_shown_as_such_and_dropped_on_save(app, client, admin):
+    with app.app_context():
+        agent_id = make_agent(skills=[{"name": "gone", "config": {"x": 1}}, {"name": "clock", "config": {}}]).id
+    page = client.get(f"/admin/agents/{agent_id}").text
+    assert "gone (not installed)" in page and listed_skills(page) == ["gone", "clock"]
     data = with_skills(("gone", {"x": "1"}), ("clock", {"timezone": "UTC"}))
     assert client.post("/admin/agents/", data={**data, "action": "save"}).status_code == 302
     with app.app_context():

@@ -11,16 +11,16 @@ from typing import Any
 
 from flask import current_app
 from flask_wtf import FlaskForm
-from wtforms import Field, FieldList, SelectMultipleField, StringField, TextAreaField
+from wtforms import Field, FieldList, StringField, TextAreaField
 from wtforms.utils import unset_value
 from wtforms.validators import ValidationError
 
 from app.database import name_clash
 from app.extensions import db
-from app.models import ROLES, Agent, ModelConfig
+from app.models import Agent, ModelConfig
 from app.runtime.builder import check_instructions
 from app.runtime.skill import Skill, SkillContext
-from app.web.form_fields import ChosenIdField, NumberField, words
+from app.web.form_fields import ChosenIdField, NumberField, RolesField, stripped, words
 from app.web.settings_forms import SettingsForm
 
 MAX_SKILLS = 50
@@ -60,25 +60,16 @@ class SkillEntry(Field):
         return not self.errors
 
 
-def _text(value) -> str:
-    return (value or "").strip()
-
-
 def _lines(value) -> str:
     return (value or "").replace("\r\n", "\n")
 
 
-def _known_roles(roles) -> list[str]:
-    return [role for role in roles or [] if role in ROLES]
-
-
 class AgentForm(FlaskForm):
     name = StringField("Name", filters=[words])
-    description = StringField("Description", filters=[_text])
+    description = StringField("Description", filters=[stripped])
     instructions = TextAreaField("Instructions", filters=[_lines])
     model_config_id = ChosenIdField("Model")
-    roles = SelectMultipleField("Who may use it", choices=list(ROLES), validate_choice=False,
-                                filters=[_known_roles])
+    roles = RolesField("Who may use it")
     max_requests = NumberField("Model requests per turn (cap)", kind=int, low=1, high=200, required=True,
                                message="Use a whole number from 1 to 200.", absent="25")
     skills = FieldList(SkillEntry(), max_entries=MAX_SKILLS)

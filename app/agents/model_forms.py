@@ -18,7 +18,7 @@ from wtforms.validators import ValidationError
 from app.database import name_clash
 from app.models import ModelConfig
 from app.models.agents import MODEL_ROLES, PROVIDERS
-from app.web.form_fields import NumberField, words
+from app.web.form_fields import NumberField, first_errors, words
 
 MAX_RETRIES = 5
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
@@ -93,7 +93,7 @@ class _ModelConfigForm(FlaskForm):
 
     def error_map(self) -> dict[str, str]:
         """Each field's first error, by field name, for the template."""
-        return {name: field.errors[0] for name, field in self._fields.items() if field.errors}
+        return first_errors(self)
 
 
 ModelConfigForm = type("ModelConfigForm", (_ModelConfigForm,), {

@@ -7,7 +7,7 @@ from markupsafe import escape
 
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent
-from app.runtime.events import HEADER, NOTICE
+from app.runtime.events import HEADER, NOTICE, WRITING
 
 
 def sse(event_id: int, event: str, data: str) -> str:
@@ -38,6 +38,8 @@ def encode_html(event: RunEvent, run_id: str) -> str:
     if event.type == NOTICE:
         notice = db.session.get(Message, data.get("message_id") or 0)
         return render_template("chat/_live_notice.html", message=notice, run_id=run_id) if notice else ""
+    if event.type == WRITING:
+        return "Writing the answer…"
     if event.type == HEADER:
         run = db.session.get(Run, run_id)
         return render_template("chat/_live_header.html", conversation=run.conversation) if run else ""

@@ -56,6 +56,7 @@ def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
             writer.text("\n\n")
         outcome.text.append(event.part.content)
         writer.text(event.part.content)
+        writer.writing()
     elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
         outcome.text.append(event.delta.content_delta)
         writer.text(event.delta.content_delta)

@@ -1,11 +1,22 @@
-"""WTForms fields and filters the app's forms share: folded words, a bounded number, an optional chosen id."""
+"""WTForms fields and filters the app's forms share: stripped text, folded words, a bounded number, a chosen id."""
 
 from __future__ import annotations
 
-from wtforms import Field
+from wtforms import Field, SelectMultipleField
 from wtforms.validators import ValidationError
 
+from app.models import ROLES
 from app.models.base import bounded_int
+
+
+def first_errors(form) -> dict[str, str]:
+    """Each field's first error, by field name, for a template that shows one message beside each field."""
+    return {name: field.errors[0] for name, field in form._fields.items() if field.errors}
+
+
+def stripped(value) -> str:
+    """Strip a value's outer white space (a filter); None is ""."""
+    return (value or "").strip()
 
 
 def words(value) -> str:
@@ -74,3 +85,11 @@ class ChosenIdField(Field):
             self.data = bounded_int(valuelist[0]) or None
         except (IndexError, ValueError):
             self.data = None
+
+
+class RolesField(SelectMultipleField):
+    """Role checkboxes (`roles=admin&roles=user`): roles that do not exist are left out, not refused."""
+
+    def __init__(self, label=None, validators=None, **kwargs) -> None:
+        kwargs.setdefault("filters", [lambda roles: [role for role in roles or [] if role in ROLES]])
+        super().__init__(label, validators, choices=list(ROLES), validate_choice=False, **kwargs)

@@ -65,11 +65,13 @@ def test_an_answer_that_leaks_a_saved_credential_is_refused_and_stored_nowhere(a
     assert run.status == "refused" and run.error is None  # no reason, no rule, no code
     stream = client.get(f"/runs/{run.id}/events").text
     with app.app_context():
-        texts = [e.data["delta"] for e in db.session.scalars(select(RunEvent).where(RunEvent.run_id == run.id))
-                 if e.type == "text"]
+        stored = list(db.session.scalars(select(RunEvent).where(RunEvent.run_id == run.id).order_by(RunEvent.seq)))
+        texts = [e.data["delta"] for e in stored if e.type == "text"]
+        kinds = [e.type for e in stored]
         context = db.session.get(Conversation, conversation_id).model_context
         rows = every_row_text()
     assert texts == [REFUSAL]  # the answer was held: the refused text never went out, not even as a delta
+    assert kinds == ["writing", "text", "end"] and stored[0].data == {}  # `writing` says only that it is written
     assert REFUSAL in context  # the model context holds the refusal instead of the refused text
     for where in (rows, stream, caplog.text):
         assert SECRET not in where

@@ -100,7 +100,8 @@ def messages_index(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages", methods=["POST"])
-@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error)
+@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error,
+            HTTP_503=Error)
 def messages_create(conversation_id: int):
     """Send a message and wait for the checked answer; 201 with the assistant message."""
     conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
@@ -116,7 +117,7 @@ def messages_create(conversation_id: int):
 
 
 @bp.route("/agent", methods=["POST"])
-@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error)
+@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error, HTTP_503=Error)
 def agent():
     """The AG-UI stream of the same turn as the base transport: `{threadId, message, context}`."""
     body = parse(AgentRun, json_body())
@@ -155,7 +156,7 @@ def _send(conversation, body: NewMessage) -> str:
 
 
 @bp.route("/agent/<run_id>")
-@documented(tags=("stream",), HTTP_200=None)
+@documented(tags=("stream",), HTTP_200=None, HTTP_503=Error)
 def agent_resume(run_id: str):
     """Resume the AG-UI stream of one of the user's runs after a sequence number (`Last-Event-ID` or `?after=`)."""
     run = db.session.scalar(db.select(Run).join(Run.conversation).where(

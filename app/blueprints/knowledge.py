@@ -27,6 +27,7 @@ from app.web.form_fields import NumberField, RolesField, first_errors, stripped,
 from app.web.security import admin_required, member_required
 
 bp = Blueprint("knowledge", __name__)
+MAX_FILE_NAME = 300
 bp.record_once(lambda state: navigation.add(state.app, "Knowledge", "knowledge.index", ("admin",)))
 
 
@@ -141,8 +142,11 @@ def progress(kb_id: int):
 def upload(kb_id: int):
     kb = _kb(kb_id)
     files = [f for f in request.files.getlist("files") if f and f.filename]
-    if not files:
-        return render_template("knowledge/base.html", kb=kb, values={}, errors={"files": "Choose a file."},
+    problem = "Choose a file." if not files else next(
+        (f"Give {f.filename[:40]}… a name of at most {MAX_FILE_NAME} characters." for f in files
+         if len(f.filename) > MAX_FILE_NAME), None)  # the name is the document's source (600 characters)
+    if problem:
+        return render_template("knowledge/base.html", kb=kb, values={}, errors={"files": problem},
                                roles=ROLES, result=None, query=""), 422
     for file in files:
         put_document(kb, f"upload:{file.filename}", file.filename, file.read())

@@ -84,3 +84,30 @@ def test_a_symlink_out_of_the_folder_is_not_read(app, allowed, tmp_path):
         texts = " ".join(db.session.scalars(db.select(KnowledgeDocument.content)))
     assert sources == {"folder:guide.md", "folder:inside.md"}
     assert "secret" not in texts and counts["skipped"] == 1
+
+
+def deep_folder(root: Path, length: int) -> Path:
+    """A real folder under root whose path is at least `length` characters."""
+    path = root
+    while len(str(path)) < length:
+        path = path / ("d" * 100)
+    path.mkdir(parents=True)
+    return path
+
+
+def test_a_folder_path_too_long_to_keep_is_a_422(app, client, auth, allowed):
+    auth.login_as("admin")
+    response = client.post("/admin/knowledge/", data={"name": "Deep", "roles": ["user"],
+                                                      "folder": str(deep_folder(allowed, 501))})
+    assert response.status_code == 422 and "at most 500 characters" in error_beside(response.text, "folder")
+
+
+def test_a_file_whose_path_is_too_long_to_keep_is_skipped(app, allowed):
+    (deep_folder(allowed, len(str(allowed)) + 600) / "far.md").write_text("# Far\n\nAway.")
+    with app.app_context():
+        kb = KnowledgeBase(name="Shared", roles=["user"], folder=str(allowed))
+        db.session.add(kb)
+        db.session.commit()
+        counts = sync_folder(kb)
+        assert set(db.session.scalars(db.select(KnowledgeDocument.source))) == {"folder:guide.md"}
+    assert counts["skipped"] == 1 and counts["added"] == 1

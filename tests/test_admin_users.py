@@ -178,9 +178,9 @@ def test_the_stream_of_a_deactivated_user_ends(app, client, admin, other, script
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     deadline = time.monotonic() + 5
-    while not any(b"event: writing" in c for c in chunks) and time.monotonic() < deadline:
+    while not any(b"event: text" in c for c in chunks) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert any(b"event: writing" in c for c in chunks), "the stream never started"
+    assert any(b"event: text" in c for c in chunks), "the stream never started"
     try:
         client.post(f"/admin/users/{other_id}", data={"role": "user"})  # deactivate
         reader.join(timeout=5)

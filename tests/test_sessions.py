@@ -225,9 +225,9 @@ def test_an_open_stream_ends_when_its_session_is_signed_out(app, auth, scripted_
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     deadline = time.monotonic() + 5
-    while not any(b"event: writing" in c for c in chunks) and time.monotonic() < deadline:
+    while not any(b"event: text" in c for c in chunks) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert any(b"event: writing" in c for c in chunks), "the stream never started"
+    assert any(b"event: text" in c for c in chunks), "the stream never started"
     try:
         assert elsewhere.post("/account/sessions/end").status_code == 302
         reader.join(timeout=5)

@@ -3,7 +3,8 @@
 PostgreSQL cannot store NUL in text (the insert fails, and the transaction with it), and no person
 types the other C0/C1 control characters; SQLite stored them silently. Tab, newline and carriage
 return are text. One check on every request, so no form, view or JSON endpoint can forget it: the
-query string, every form field (name and value) and every string of a JSON body (keys included).
+query string, every form field (name and value), every uploaded file's name and every string of a
+JSON body (keys included).
 
 The same walk refuses (400) a JSON body nested deeper than MAX_JSON_DEPTH: Python's json module
 parses and serializes recursively, so a few thousand `[` raised RecursionError here, in the view,
@@ -38,6 +39,8 @@ def refuse_control_characters() -> None:
 def _texts() -> Iterator[tuple[str, str]]:
     for source in (request.args, request.form):
         yield from source.items(multi=True)
+    for name, file in request.files.items(multi=True):  # a file's name becomes a title, a source
+        yield name, file.filename or ""
     if request.is_json:
         try:
             body = request.get_json(silent=True)

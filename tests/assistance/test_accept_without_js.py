@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from flask import Flask
 
-from app import create_app
 from app.assistance.preferences import ui_setting
 from app.extensions import db
 from app.models import Conversation, Message, User
@@ -102,14 +99,6 @@ def test_only_the_owner_of_the_chat_accepts_and_only_for_themselves(app, client,
     own = chat_with(app, other_id, proposal())
     assert accept(client, own, user_id=str(owner_id)).status_code == 303  # a user field is ignored
     assert preferences(app, owner_id) == {} and preferences(app, other_id) == {"ui": {"defaultListLayout": "cards"}}
-
-
-@pytest.fixture
-def csrf_app(app, settings) -> Iterator[Flask]:
-    csrf_app = create_app({**settings, "WTF_CSRF_ENABLED": True})
-    yield csrf_app
-    with csrf_app.app_context():
-        db.engine.dispose()
 
 
 def test_the_form_needs_its_csrf_token(csrf_app, app):

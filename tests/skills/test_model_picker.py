@@ -10,7 +10,7 @@ from app.extensions import db
 from app.models import Conversation, ModelConfig
 from app.runtime.skill import SkillContext
 from app.skills.model_picker import Config, skill
-from tests.chat_driver import outcome, send, start_chat
+from tests.chat_driver import answer_of, send, start_chat
 from tests.conftest import make_agent
 
 HTMX = {"HX-Request": "true"}
@@ -42,10 +42,6 @@ def setup_models(app, scripted_model) -> dict:
             {"name": "model_picker", "config": {"models": [str(models["fast"][0]), smart_name]}}])
         models["agent_id"] = agent.id
     return models
-
-
-def answer_of(app, run_id: str) -> str:
-    return outcome(app, run_id)[1].content
 
 
 def test_the_dropdown_lists_the_agents_default_and_the_allowed_models(app, client, auth, scripted_model):

@@ -113,6 +113,8 @@ def messages_create(conversation_id: int):
         return jsonify(data={"runId": run_id, "status": "running"}), 202
     db.session.expire_all()
     answer = db.session.scalar(db.select(Message).where(Message.run_id == run_id, Message.role == "assistant"))
+    if answer is None:  # the conversation was deleted while the send waited (its run stopped, then purged)
+        raise ApiError(404, "The conversation was deleted while its answer was on the way.")
     return jsonify(data=dump(MessageOut.of(answer))), 201
 
 

@@ -256,6 +256,8 @@ def parse(text: str) -> Dataset:
         where = f"line {mark.line + 1}" if mark else ""
         raise DatasetInvalid([CaseError(case="-", path=where, reason=f"not valid YAML or JSON: "
                                         f"{getattr(error, 'problem', None) or error}")]) from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise DatasetInvalid([CaseError(case="-", path="", reason="the file is nested too deeply")]) from None
     if not isinstance(data, dict):
         raise DatasetInvalid([CaseError(case="-", path="", reason="a dataset is a mapping with name and cases")])
     errors: list[CaseError] = []

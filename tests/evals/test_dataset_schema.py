@@ -114,3 +114,11 @@ def test_yaml_aliases_are_refused_so_a_small_file_cannot_expand_into_millions_of
     with pytest.raises(DatasetInvalid) as raised:
         parse(text)
     assert "aliases" in str(raised.value.errors[0]) and "line 5" in str(raised.value.errors[0])
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+def test_a_deeply_nested_file_is_refused_not_a_crash(depth):
+    """PyYAML composes recursively: a few hundred `[` raised RecursionError, a 500 on the dataset page."""
+    with pytest.raises(DatasetInvalid) as raised:
+        parse("name: deep\ncases: " + "[" * depth + "]" * depth)
+    assert "nested too deeply" in str(raised.value.errors[0])

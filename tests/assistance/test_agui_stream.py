@@ -19,7 +19,7 @@ from app.guards.credentials import save_credential
 from app.models import ApiToken, Conversation, Run, User
 from app.models.base import utcnow
 from app.policy.proposals import PENDING
-from app.runtime import capacity
+from app.runtime import capacity, execution
 from app.runtime.guardrails import REFUSAL
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted
@@ -266,7 +266,9 @@ def test_a_revoked_token_or_a_deactivated_user_ends_an_open_stream(app, client, 
         db.session.commit()
     rest = b"".join(chunks).decode()  # ends at the stream's next look, while the model still waits
     with app.app_context():
-        status = db.session.scalar(db.select(Run.status).where(Run.conversation_id == conversation_id))
+        run_id, status = db.session.execute(db.select(Run.id, Run.status)
+                                            .where(Run.conversation_id == conversation_id)).one()
     answer_now.set()
     response.close()
+    execution.wait(run_id)  # the run goes on to its end: let it finish before the test's database goes
     assert "RUN_FINISHED" not in rest and status == "running"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.extensions import db
+from app.knowledge.indexing import index_knowledge_base
 from app.knowledge.library import sync_folder
 from app.models import KnowledgeBase, KnowledgeDocument
 from tests.knowledge.test_admin_form import error_beside
@@ -67,6 +68,22 @@ def test_sync_refuses_a_folder_that_is_no_longer_allowed(app, client, auth, allo
     assert response.status_code == 422 and "KNOWLEDGE_FOLDERS" in error_beside(response.text, "folder")
     with app.app_context():
         assert db.session.scalar(db.select(db.func.count(KnowledgeDocument.id))) == 0
+
+
+def test_the_indexing_job_does_not_sync_a_never_synced_folder_outside_the_allowed_ones(app, allowed):
+    outside = allowed.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nThe root password.")
+    with app.app_context():
+        kb = KnowledgeBase(name="Old", roles=["user"], folder=str(outside))  # stored before the rule, or by hand
+        db.session.add(kb)
+        db.session.commit()
+        index_knowledge_base.delay(kb.id)
+        assert db.session.scalar(db.select(db.func.count(KnowledgeDocument.id))) == 0
+        kb.folder = str(allowed)
+        db.session.commit()
+        index_knowledge_base.delay(kb.id)  # inline in tests; an allowed folder is still synced by the job
+        assert db.session.scalar(db.select(db.func.count(KnowledgeDocument.id))) == 1
 
 
 def test_a_symlink_out_of_the_folder_is_not_read(app, allowed, tmp_path):

@@ -22,6 +22,7 @@ DEFAULTS: dict[str, object] = {
     "MAX_STREAMS": None,  # default: SERVER_THREADS - STREAM_RESERVE, threads left for pages and sends
     "MAX_RUNS": None,  # default: MAX_STREAMS, turns running at once in this process
     "STREAM_RESERVE": 16,
+    "STREAM_HEARTBEAT_SECONDS": 5,  # a waiting stream writes `: keep-alive` this often, to notice a gone client
     "DATABASE_POOL_SIZE": 10,
     "DATABASE_MAX_CONNECTIONS": None,  # per process; default: one per thread that may use the pool
     # Chat runtime
@@ -77,6 +78,23 @@ def load(app: Flask, overrides: dict | None) -> None:
     if app.config["MAX_RUNS"] is None:
         app.config["MAX_RUNS"] = app.config["MAX_STREAMS"]
     app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", pool_options(app.config))
+    for name, low in BOUNDED:
+        app.config[name] = _at_least(app.config, name, low)
+
+
+# Settings read as numbers, checked here so that a bad value stops the start with its name, not a request later.
+BOUNDED = (("STREAM_HEARTBEAT_SECONDS", 1),)
+
+
+def _at_least(config, name: str, low: int) -> int:
+    value = config[name]
+    try:
+        number = int(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None or number < low:
+        raise ValueError(f"SKILLDESK_{name} must be a whole number of at least {low} (it is {value!r}).")
+    return number
 
 
 def pool_options(config) -> dict:

@@ -29,6 +29,7 @@ from app.models import Agent, Conversation, Message, Run
 from app.models.chat import ACTIVE_STATUSES
 from app.runtime import capacity, execution
 from app.runtime import events as run_events
+from app.web.stream_client import StreamClient
 
 bp = Blueprint("api_chat", __name__)
 api.init_blueprint(bp)
@@ -137,7 +138,8 @@ def agent():
     except BaseException:
         release()
         raise
-    return _event_stream(agui_stream(app, str(conversation.id), run_id, viewer=_viewer()), release)
+    return _event_stream(agui_stream(app, str(conversation.id), run_id, viewer=_viewer(), client=StreamClient()),
+                         release)
 
 
 def _send(conversation, body: NewMessage) -> str:
@@ -170,7 +172,7 @@ def agent_resume(run_id: str):
     after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
     app = current_app._get_current_object()
     release = capacity.take_stream(app)  # 503 with Retry-After when this process streams all it can
-    return _event_stream(agui_stream(app, str(run.conversation_id), run.id, after, _viewer()), release)
+    return _event_stream(agui_stream(app, str(run.conversation_id), run.id, after, _viewer(), StreamClient()), release)
 
 
 def _event_stream(follow, release) -> Response:
@@ -201,11 +203,14 @@ def _still_signed_in(viewer: tuple[int | None, str | None]) -> bool:
     return session_token is None or sessions.is_live(session_token)
 
 
-def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer=(None, None)):
+def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer=(None, None),
+                client: StreamClient | None = None):
     """Follow the run's stored events after `after` and encode them in AG-UI, ending with the checked answer.
 
     A revoked or expired token, an ended session or a deactivated user ends the stream at its next look,
-    as the chat's own stream does; the run goes on.
+    as the chat's own stream does; the run goes on. So does a client that went away (its socket, or the
+    `: keep-alive` comment written every STREAM_HEARTBEAT_SECONDS while it waits: app/web/stream_client.py),
+    and the stream's slot comes back.
     """
     if after <= 0:
         yield agui.frame(agui.started(thread_id, run_id), 0)
@@ -226,4 +231,11 @@ def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer=(None, 
         yield from frames
         if end is not None or (not stored and status not in ACTIVE_STATUSES):
             return
+        if client is not None:
+            if frames:
+                client.wrote()
+            if client.gone():
+                return
+            if beat := client.heartbeat():
+                yield beat
         run_events.wait_for_events(run_id, seq, run_events.recheck_seconds(app))

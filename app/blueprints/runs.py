@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import select
-import socket
 import time
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, stream_with_context
@@ -19,11 +17,11 @@ from app.runtime import capacity, execution
 from app.runtime import events as run_events
 from app.triggers import history
 from app.web.security import admin_required
+from app.web.stream_client import StreamClient
 
 bp = Blueprint("runs", __name__)
 
 POLL_SECONDS = 1.0
-KEEPALIVE_SECONDS = 15.0
 
 
 def get_own_run(run_id: str) -> Run:
@@ -55,38 +53,22 @@ def events(run_id: str):
     app = current_app._get_current_object()
     release = capacity.take_stream(app)  # 503 with Retry-After when this process streams all it can
     session_token = getattr(current_user, "session_token", None)  # signing out ends the stream too
-    follow = _follow(app, run.id, (current_user.id, session_token), after, _client_socket(), release)
+    follow = _follow(app, run.id, (current_user.id, session_token), after, StreamClient(), release)
     response = Response(stream_with_context(follow), mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     response.call_on_close(release)  # also when the stream never started
     return response
 
 
-def _client_socket() -> socket.socket | None:
-    """The connection to the client, where the server exposes it (gunicorn, Werkzeug's server)."""
-    return request.environ.get("gunicorn.socket") or request.environ.get("werkzeug.socket")
-
-
-def _client_gone(sock: socket.socket | None) -> bool:
-    """Tell whether the client closed its connection: readable, with nothing left to read."""
-    if sock is None:
-        return False
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable) and not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-
-
-def _follow(app, run_id: str, viewer: tuple[int, str | None], after: int, client=None, release=None):
+def _follow(app, run_id: str, viewer: tuple[int, str | None], after: int, client: StreamClient | None = None,
+            release=None):
     """Replay stored events after `after`, then follow live ones until the run ends.
 
     No database connection is held while the client reads or while the follower waits: each read
     is a short session, released before any yield or wait (a stream costs a thread, never a pool slot).
-    A client that went away is noticed between two waits, so its thread and stream slot come back
-    within a recheck interval, not when the run ends.
+    A client that went away is noticed between two waits (its socket, or a heartbeat's write: see
+    app/web/stream_client.py), so its thread and stream slot come back within a recheck interval or a
+    heartbeat, not when the run ends.
     """
     try:
         yield from _follow_events(app, run_id, viewer, after, client)
@@ -95,8 +77,8 @@ def _follow(app, run_id: str, viewer: tuple[int, str | None], after: int, client
             release()
 
 
-def _follow_events(app, run_id: str, viewer: tuple[int, str | None], after: int, client):
-    last_sent = checked = time.monotonic()  # the request checked access a moment ago
+def _follow_events(app, run_id: str, viewer: tuple[int, str | None], after: int, client: StreamClient | None):
+    checked = time.monotonic()  # the request checked access a moment ago
     ended = woken = sent = False
     while True:
         stored = run_events.events_after(run_id, after)
@@ -107,7 +89,8 @@ def _follow_events(app, run_id: str, viewer: tuple[int, str | None], after: int,
             after = seq
             yield frame
             sent = True
-            last_sent = time.monotonic()
+            if client is not None:
+                client.wrote()
             if type_ == run_events.END:
                 return
         if ended:  # read after the run had ended: nothing more will come (a client past its end event)
@@ -123,14 +106,13 @@ def _follow_events(app, run_id: str, viewer: tuple[int, str | None], after: int,
             return
         if ended:  # read once more: the end event was committed with the status
             continue
-        if _client_gone(client):
+        if client is not None and client.gone():
             return
         if not sent:  # answer at once, so the client (and the server) knows the stream is open
             yield ": waiting\n\n"
             sent = True
-        if time.monotonic() - last_sent > KEEPALIVE_SECONDS:
-            yield ": keepalive\n\n"
-            last_sent = time.monotonic()
+        if client is not None and (beat := client.heartbeat()):
+            yield beat
         woken = run_events.wait_for_events(run_id, after, run_events.recheck_seconds(app))
 
 

@@ -116,3 +116,39 @@ def test_a_citation_from_an_earlier_turn_is_removed(app, user_client, scripted_m
     second = outcome(app, send(app, user_client, conversation, "Say it again"))[1]
     # No search in this turn: [1] names nothing retrieved now, so it is removed (and nothing was searched).
     assert second.content == "As I said, at 02:00."
+
+
+def test_the_whole_document_marks_the_passage_it_was_opened_from(app, user_client):
+    body = "\n\n".join(f"Paragraph {i}: backups <b>keep</b> {i} copies & more text to fill the passage."
+                       for i in range(12))
+    with app.app_context():
+        kb = KnowledgeBase(name="Long", roles=["admin", "user"], chunk_size=200, chunk_overlap=20)
+        db.session.add(kb)
+        db.session.commit()
+        document = put_document(kb, "upload:long.md", "long.md", body.encode())
+        db.session.commit()
+        index_knowledge_base.delay(kb.id)
+        passages = db.session.scalars(db.select(KnowledgePassage).where(
+            KnowledgePassage.document_id == document.id).order_by(KnowledgePassage.position)).all()
+        assert len(passages) > 3
+        third, document_id = passages[2], document.id
+        third_id, marked = third.id, third.text
+        other = KnowledgeBase(name="Other", roles=["admin", "user"])
+        db.session.add(other)
+        db.session.commit()
+        stranger = put_document(other, "upload:x.md", "x.md", b"Unrelated text.")
+        db.session.commit()
+        index_knowledge_base.delay(other.id)
+        stranger_passage = db.session.scalars(db.select(KnowledgePassage.id).where(
+            KnowledgePassage.document_id == stranger.id)).one()
+    passage_page = user_client.get(f"/knowledge/passages/{third_id}").get_data(as_text=True)
+    link = f"/knowledge/documents/{document_id}?passage={third_id}#passage"
+    assert link in passage_page
+    page = user_client.get(link).get_data(as_text=True)
+    escaped = marked.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert page.count("<mark") == 1 and f'<mark id="passage">{escaped}</mark>' in page
+    assert "<b>keep</b>" not in page  # the document's text is shown, never rendered as HTML
+    assert "<mark" not in user_client.get(f"/knowledge/documents/{document_id}").get_data(as_text=True)
+    # A passage of another document marks nothing here.
+    foreign = user_client.get(f"/knowledge/documents/{document_id}?passage={stranger_passage}")
+    assert foreign.status_code == 200 and "<mark" not in foreign.get_data(as_text=True)

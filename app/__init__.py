@@ -39,13 +39,14 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
     navigation.init_app(app)
     rendering.init_app(app)
 
-    # Each area wires itself: purge steps, table-event listeners, navigation, template globals.
-    from app import assistance, chat, knowledge, triggers
+    # Each area wires itself: purge steps, table-event listeners, navigation, template globals, skill services.
+    from app import assistance, chat, knowledge, triggers, workspace
 
     assistance.init_app(app)
     chat.init_app(app)
     knowledge.init_app(app)
     triggers.init_app(app)
+    workspace.init_app(app)
 
     if views:
         from app.blueprints import register_blueprints

@@ -44,6 +44,7 @@ DEFAULTS: dict[str, object] = {
     "EMBEDDINGS_URL": None,
     "EMBEDDINGS_MODEL": None,
     "EMBEDDINGS_API_KEY_ENV": None,
+    "KNOWLEDGE_FOLDERS": "",  # folders (os.pathsep between them) knowledge bases may sync from, besides docs/
     # Webhooks
     "WEBHOOK_MAX_BYTES": 64 * 1024,
 }

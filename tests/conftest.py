@@ -160,6 +160,15 @@ def auth(app: Flask, client: FlaskClient) -> AuthActions:
 
 
 @pytest.fixture
+def csrf_app(app, settings) -> Iterator[Flask]:
+    """The same database as `app`, with CSRF protection on as in production."""
+    csrf_app = create_app({**settings, "WTF_CSRF_ENABLED": True})
+    yield csrf_app
+    with csrf_app.app_context():
+        db.engine.dispose()  # close its pooled connections now, not when garbage collected
+
+
+@pytest.fixture
 def scripted_model(app: Flask) -> Iterator[Callable[..., int]]:
     """Register FunctionModels as a provider; returns a factory that makes a ModelConfig using one.
 

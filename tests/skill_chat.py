@@ -57,15 +57,16 @@ def scripted(scripted_model: Callable[..., int], script: Script) -> int:
     return scripted_model(function=script.respond, stream_function=script.stream)
 
 
-def chat_with(app: Flask, client: FlaskClient, agent_id: int, text: str = "Go") -> tuple[Run, Message]:
+def chat_with(app: Flask, client: FlaskClient, agent_id: int, text: str = "Go",
+              timeout: float = 30.0) -> tuple[Run, Message]:
     """Start a chat with the agent over HTTP, send one message, wait for the run; return what it stored."""
     conversation_id = start_chat(app, client, agent_id)
-    return outcome(app, send(app, client, conversation_id, text))
+    return outcome(app, send(app, client, conversation_id, text, timeout=timeout))
 
 
 def chat(app: Flask, client: FlaskClient, skill: str, settings: dict, *, model_id: int | None = None,
-         text: str = "Go", name: str = "Helper") -> tuple[Run, Message]:
+         text: str = "Go", name: str = "Helper", timeout: float = 30.0) -> tuple[Run, Message]:
     """Make an agent with the skill, chat with it over HTTP, wait for the run; return what it stored."""
     with app.app_context():
         agent_id = make_agent(name, skills=[{"name": skill, "config": settings}], model_config_id=model_id).id
-    return chat_with(app, client, agent_id, text)
+    return chat_with(app, client, agent_id, text, timeout)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 
 import pytest
 
 from app.extensions import db
-from app.models import Conversation, Run, User
+from app.models import Run, User
 from app.runtime import execution
-from tests.conftest import PASSWORD, make_agent
+from tests.chat_driver import start_chat, until, working_until
+from tests.conftest import PASSWORD
 
 NEW_USER = {"name": "Lea", "email": "lea@example.org", "password": PASSWORD, "role": "user"}
 
@@ -146,22 +145,10 @@ def test_a_deleted_account_is_signed_out_on_its_next_request(app, client, admin,
 def test_the_stream_of_a_deactivated_user_ends(app, client, admin, other, scripted_model):
     """A run keeps going, but the deactivated user's open SSE stream closes within a poll."""
     release = threading.Event()
-
-    async def slow(messages, info):
-        yield "Working"
-        for _ in range(200):
-            if release.is_set():
-                break
-            await asyncio.sleep(0.05)
-            yield "."
+    slow = working_until(release)
 
     other_client, other_id = other
-    with app.app_context():
-        agent = make_agent(model_config_id=scripted_model(stream_function=slow))
-        conversation = Conversation(user_id=other_id, agent_id=agent.id)
-        db.session.add(conversation)
-        db.session.commit()
-        conversation_id = conversation.id
+    conversation_id = start_chat(app, other_client, model_config_id=scripted_model(stream_function=slow))
     assert other_client.post(f"/chat/{conversation_id}/messages", data={"text": "Go"}).status_code == 302
     with app.app_context():
         run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
@@ -177,10 +164,8 @@ def test_the_stream_of_a_deactivated_user_ends(app, client, admin, other, script
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline = time.monotonic() + 5
-    while not any(b"event: text" in c for c in chunks) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert any(b"event: text" in c for c in chunks), "the stream never started"
+    until(lambda: any(b"event: writing" in c for c in chunks), 5)
+    assert any(b"event: writing" in c for c in chunks), "the stream never started"
     try:
         client.post(f"/admin/users/{other_id}", data={"role": "user"})  # deactivate
         reader.join(timeout=5)

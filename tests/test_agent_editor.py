@@ -18,7 +18,8 @@ from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
 from app.runtime.skill import Skill
 from tests.chat_driver import chat_model, send, start_chat, words
-from tests.conftest import make_agent
+from tests.conftest import make_agent, make_user
+from tests.test_auth import sign_in_with_csrf
 
 
 class NotesConfig(BaseModel):
@@ -364,3 +365,54 @@ def test_every_installed_skill_can_be_added_then_saved_or_refused_beside_its_fie
         assert saved.status_code in (302, 422), name  # settings without a default need filling in
         if saved.status_code == 422:
             assert '<div class="field invalid">' in saved.text, name
+
+
+@pytest.mark.parametrize(("given", "error"), [
+    ({"arguments": "[{not json"}, "Not valid JSON"),
+    ({"arguments": '[{"name": "a"}, {"name": "a"}]'}, "Each argument needs its own name; repeated: a."),
+    ({"timeout_seconds": "31"}, "less than or equal to 30"),
+])
+def test_a_setting_the_config_refuses_is_a_422_beside_the_field_and_its_text_is_kept(app, client, admin,
+                                                                                     given, error):
+    response = client.post("/admin/agents/", data={**with_skills(("javascript", given)), "action": "save"})
+    assert response.status_code == 422
+    field, text = next(iter(given.items()))
+    assert error in (error_beside(response.text, f"skills-0-settings-{field}") or ""), response.text
+    if field != "arguments":
+        assert f'value="{text}"' in response.text
+
+
+def test_a_skill_that_is_no_longer_installed_is_shown_as_such_and_dropped_on_save(app, client, admin):
+    with app.app_context():
+        agent_id = make_agent(skills=[{"name": "gone", "config": {"x": 1}}, {"name": "clock", "config": {}}]).id
+    page = client.get(f"/admin/agents/{agent_id}").text
+    assert "gone (not installed)" in page and listed_skills(page) == ["gone", "clock"]
+    data = with_skills(("gone", {"x": "1"}), ("clock", {"timezone": "UTC"}))
+    assert client.post("/admin/agents/", data={**data, "action": "save"}).status_code == 302
+    with app.app_context():
+        assert agent_named("Researcher").skills == [{"name": "clock", "config": {"timezone": "UTC"}}]
+
+
+def test_the_workspace_path_is_judged_by_the_editors_rules(app, admin):
+    from app.agents import editor
+
+    registry = app.extensions["skills"]
+    with app.app_context():  # the Workspace tools run on the runtime loop, outside any request
+        form = editor.form_of({"name": " Tidy   name ", "max_requests": 999},
+                              [{"name": "notes", "config": {"limit": 50}}, {"name": "nowhere"}], registry, None)
+        assert not form.valid
+        assert form.error_map()["max_requests"] == "Use a whole number from 1 to 200."
+        assert form.error_map()["skills"].startswith("There is no skill 'nowhere'")
+        assert "less than or equal to 20" in form.skill_errors()[0]["limit"]
+        good = editor.form_of({"name": " Tidy   name "}, [{"name": "notes", "config": {"limit": 3}}], registry, None)
+        assert good.valid and good.values()["name"] == "Tidy name"
+        assert good.stored_skills()[0]["config"]["limit"] == 3
+
+
+def test_the_editor_needs_the_csrf_token(csrf_app, app):
+    with app.app_context():
+        make_user("admin", email="hal@example.org")
+    client = csrf_app.test_client()
+    token = sign_in_with_csrf(client, "hal@example.org")
+    assert client.post("/admin/agents/", data={**form(), "action": "save"}).status_code == 400
+    assert client.post("/admin/agents/", data={**form(), "action": "save", "csrf_token": token}).status_code == 302

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from flask import Flask
 
-from app import create_app
 from app.accounts.users import create_user
 from app.config import DEFAULTS
 from app.extensions import db
@@ -183,15 +180,6 @@ def test_health_check_is_public(client):
 
 
 # --- CSRF -----------------------------------------------------------------------------------------
-
-@pytest.fixture
-def csrf_app(app, settings) -> Iterator[Flask]:
-    """The same database as `app`, with CSRF protection on as in production."""
-    csrf_app = create_app({**settings, "WTF_CSRF_ENABLED": True})
-    yield csrf_app
-    with csrf_app.app_context():
-        db.engine.dispose()  # close its pooled connections now, not when garbage collected
-
 
 def test_setup_without_or_with_a_wrong_csrf_token_is_refused(csrf_app):
     client = csrf_app.test_client()

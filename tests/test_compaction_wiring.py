@@ -9,7 +9,7 @@ from app.extensions import db
 from app.models import CompactionRecord, Conversation, Message, Run
 from app.runtime import execution, offline
 from app.runtime.compaction import SUMMARY_HEADER
-from tests.conftest import make_agent
+from tests.chat_driver import start_chat
 
 LONG = ("Please file invoice INV-{n} for order #{n}0 from https://example.org/orders/{n} and note that "
         "the customer asked for delivery before the end of the month. ") * 8
@@ -21,13 +21,10 @@ def settings(**overrides) -> dict:
     return {**base, **overrides}
 
 
-def start_chat(app, client, auth, config: dict, model_config_id: int | None = None) -> int:
+def compacting_chat(app, client, auth, config: dict, model_config_id: int | None = None) -> int:
+    """Sign in as a user and start a chat with an agent that has the compaction skill with these settings."""
     auth.login_as("user")
-    with app.app_context():
-        agent = make_agent(skills=[{"name": "compaction", "config": config}], model_config_id=model_config_id)
-        agent_id = agent.id
-    location = client.post("/chat/", data={"agent_id": agent_id}).headers["Location"]
-    return int(location.rsplit("/", 1)[1])
+    return start_chat(app, client, skills=[{"name": "compaction", "config": config}], model_config_id=model_config_id)
 
 
 def say(app, client, conversation_id: int, text: str):
@@ -42,7 +39,7 @@ def say(app, client, conversation_id: int, text: str):
 
 
 def test_compact_command_shortens_only_the_model_context(app, client, auth):
-    conversation_id = start_chat(app, client, auth, settings())
+    conversation_id = compacting_chat(app, client, auth, settings())
     for n in range(1, 5):
         say(app, client, conversation_id, LONG.format(n=n))
 
@@ -69,7 +66,7 @@ def test_compact_command_shortens_only_the_model_context(app, client, auth):
 
 
 def test_compact_refused_when_the_agent_does_not_allow_it(app, client, auth):
-    conversation_id = start_chat(app, client, auth, settings(allow_compact=False))
+    conversation_id = compacting_chat(app, client, auth, settings(allow_compact=False))
     response = say(app, client, conversation_id, "/compact")
     assert response.status_code == 422
     assert "does not allow /compact" in response.text
@@ -78,7 +75,7 @@ def test_compact_refused_when_the_agent_does_not_allow_it(app, client, auth):
 
 
 def test_threshold_compaction_runs_after_the_reply(app, client, auth):
-    conversation_id = start_chat(app, client, auth, settings(compact_above=1_000, keep_recent_messages=200,
+    conversation_id = compacting_chat(app, client, auth, settings(compact_above=1_000, keep_recent_messages=200,
                                                              keep_recent_tool_results=100))
     for n in range(1, 4):
         say(app, client, conversation_id, LONG.format(n=n))
@@ -90,7 +87,7 @@ def test_threshold_compaction_runs_after_the_reply(app, client, auth):
 
 
 def test_deleting_the_conversation_purges_the_records(app, client, auth):
-    conversation_id = start_chat(app, client, auth, settings())
+    conversation_id = compacting_chat(app, client, auth, settings())
     for n in range(1, 4):
         say(app, client, conversation_id, LONG.format(n=n))
     say(app, client, conversation_id, "/compact")
@@ -102,7 +99,7 @@ def test_deleting_the_conversation_purges_the_records(app, client, auth):
 
 
 def test_records_are_for_admins_only(app, client, auth):
-    conversation_id = start_chat(app, client, auth, settings())
+    conversation_id = compacting_chat(app, client, auth, settings())
     assert client.get(f"/admin/conversations/{conversation_id}/compactions").status_code == 403
     auth.logout()
     auth.login_as("admin")
@@ -144,7 +141,7 @@ def notices_and_context(app, conversation_id: int) -> tuple[list[str], str]:
 def test_an_overflow_that_compaction_cannot_shorten_fails_the_run_with_the_providers_words(
         app, client, auth, scripted_model):
     model = GrowingSummaries(scripted_model)
-    conversation_id = start_chat(app, client, auth, settings(), model.config_id)
+    conversation_id = compacting_chat(app, client, auth, settings(), model.config_id)
     for n in range(1, 4):
         say(app, client, conversation_id, LONG.format(n=n))
     model.overflow = True
@@ -165,7 +162,7 @@ def test_an_overflow_that_compaction_cannot_shorten_fails_the_run_with_the_provi
 
 def test_slash_compact_that_cannot_shorten_says_so_and_keeps_the_context(app, client, auth, scripted_model):
     model = GrowingSummaries(scripted_model)
-    conversation_id = start_chat(app, client, auth, settings(), model.config_id)
+    conversation_id = compacting_chat(app, client, auth, settings(), model.config_id)
     for n in range(1, 4):
         say(app, client, conversation_id, LONG.format(n=n))
     _, before = notices_and_context(app, conversation_id)
@@ -183,7 +180,7 @@ def test_slash_compact_that_cannot_shorten_says_so_and_keeps_the_context(app, cl
 
 def test_threshold_compaction_that_cannot_shorten_leaves_the_context(app, client, auth, scripted_model):
     model = GrowingSummaries(scripted_model)
-    conversation_id = start_chat(app, client, auth, settings(compact_above=1_000, keep_recent_messages=200,
+    conversation_id = compacting_chat(app, client, auth, settings(compact_above=1_000, keep_recent_messages=200,
                                                              keep_recent_tool_results=100), model.config_id)
     for n in range(1, 9):
         say(app, client, conversation_id, LONG.format(n=n))

@@ -7,8 +7,10 @@ PendingRollbackError); SQLite stored it. Run with SKILLDESK_TEST_DATABASE_URL fo
 
 from __future__ import annotations
 
+import io
+
 import pytest
-from flask import Flask
+from flask import Flask, url_for
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
@@ -17,7 +19,7 @@ from app.models.tables import new_hook_token
 from app.runtime import execution
 from tests.chat_driver import start_chat
 from tests.conftest import PASSWORD, make_agent, make_user
-from tests.test_routes import ADMIN, ROUTES, World, call, methods_of
+from tests.test_routes import ADMIN, ROUTES, World, call, methods_of, resolve
 
 HX = {"HX-Request": "true"}
 REFUSED = ["nul\x00byte", "bell\x07", "escape\x1b[31m", "del\x7f", "c1\x85"]
@@ -85,6 +87,26 @@ def test_every_form_refuses_a_nul_byte(app):
         if response.status_code != 422:
             problems.append(f"{endpoint}: {response.status_code}")
     assert not problems, "\n".join(["POST routes that took a NUL byte:", *problems])
+
+
+def test_every_form_refuses_a_control_character_in_a_file_name(app):
+    """A file's name is text from outside too: it became a document's title and source (PostgreSQL
+    refuses NUL), and the multipart parser passes control characters through."""
+    world = World(app)
+    problems = []
+    for endpoint, access in ROUTES.items():
+        if "POST" not in methods_of(app, endpoint) or endpoint == "auth.logout":
+            continue
+        with app.test_request_context():
+            url = url_for(endpoint, **resolve(access.args, world.objects[ADMIN]))
+        for name in ("files", "file", "csv"):
+            data = {**resolve(access.data, world.objects[ADMIN]), name: (io.BytesIO(b"# T\n\nx"), "a\x1bb.md")}
+            response = world.clients[ADMIN].post(url, data=data, content_type="multipart/form-data")
+            if response.status_code != 422:
+                problems.append(f"{endpoint} ({name}): {response.status_code}")
+        if access.changes:
+            world.renew()
+    assert not problems, "\n".join(["POST routes that took a control character in a file name:", *problems])
 
 
 def test_the_error_page_renders_after_a_failed_flush(app: Flask, client, auth):

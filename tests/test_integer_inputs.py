@@ -8,6 +8,9 @@ so a route or an integer argument added later is covered without a new test.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from werkzeug.routing import IntegerConverter
 
@@ -20,7 +23,7 @@ HUGE = "9" * 40
 OUT_OF_RANGE = (PAST_POSTGRESQL, PAST_SQLITE, HUGE)
 NOT_INTEGERS = ("abc", "-1", "1.5", "0x10", "%20")
 # Integers read from query strings, forms and headers besides the ids named in routes.
-QUERY_NUMBERS = ("page", "per_page", "before", "after", "tries")
+QUERY_NUMBERS = ("page", "per_page", "perPage", "before", "after", "tries", "limit", "passage", "table")
 # Ids that forms choose from a list (SelectField(coerce=int)) under names no route uses.
 FORM_IDS = ("table_id", "link_table", "run_as_id", "assistant_agent_id", "model_config_id")
 
@@ -53,6 +56,15 @@ def path_of(app, endpoint: str, values: dict[str, object]) -> str:
 @pytest.fixture
 def world(app) -> World:
     return World(app)
+
+
+def test_every_integer_the_app_reads_is_walked(app):
+    """Each `.get("name", ..., type=int)` in app/ names an argument the walks below send out of range."""
+    read = set()
+    for path in Path(app.root_path).rglob("*.py"):
+        read |= set(re.findall(r'(?:args|form)\.get\("(\w+)"[^)\n]*type=int', path.read_text()))
+    missing = sorted(read - set(QUERY_NUMBERS) - set(FORM_IDS) - id_names(app))
+    assert not missing, f"add these integer arguments to QUERY_NUMBERS in tests/test_integer_inputs.py: {missing}"
 
 
 def test_the_route_table_has_integer_routes(app):

@@ -118,6 +118,8 @@ ROUTES: dict[str, Access] = {
     "chat.send": Access(MEMBERS, owner=True, args=CONVERSATION, data={"text": ""}),
     "chat.rename": Access(owner=True, args=CONVERSATION, data={"title": "Renamed"}),
     "chat.title": Access(owner=True, args=CONVERSATION),
+    "chat.accept_preference": Access(owner=True, args=CONVERSATION,
+                                     data={"namespace": "ui", "key": "theme", "value": '"dark"'}),
     "chat.delete": Access(owner=True, args=CONVERSATION, changes=True),
     "chat.export": Access(owner=True, args={**CONVERSATION, "fmt": "md"}),
     "model_picker.update": Access(MEMBERS, owner=True, args=CONVERSATION, data={"model_config_id": ""}),

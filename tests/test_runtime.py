@@ -77,7 +77,7 @@ def test_the_demo_agent_on_the_offline_model_calls_the_clock_and_reports_it(app,
 
         demo = db.session.scalar(db.select(Agent).where(Agent.name == "Demo assistant"))
         demo_id = demo.id
-    conversation_id = int(client.post("/chat/", data={"agent_id": demo_id}).location.rsplit("/", 1)[-1])
+    conversation_id = start_chat(app, client, demo_id)
     run_id = send(app, client, conversation_id, "What is the current time?")
     run, message = outcome(app, run_id)
     assert run.status == "succeeded"

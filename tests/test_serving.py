@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import httpx
 from werkzeug.serving import make_server
@@ -13,7 +12,7 @@ from app.extensions import db
 from app.models import Message, Run, User
 from app.runtime import capacity, execution
 from app.runtime import events as run_events
-from tests.chat_driver import chat_model, last_run_id, send, start_chat
+from tests.chat_driver import chat_model, last_run_id, read_in_thread, send, start_chat, until
 from tests.conftest import PASSWORD, make_agent
 
 HX = {"HX-Request": "true"}
@@ -29,26 +28,6 @@ def _slow_answer(release: threading.Event):
     return model
 
 
-def _read_in_thread(client, url: str, chunks: list[bytes]) -> threading.Thread:
-    def read() -> None:  # a streamed response must be read in the thread that opened it
-        stream = client.get(url)
-        try:
-            chunks.extend(stream.response)
-        finally:
-            stream.close()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    return reader
-
-
-def _until(condition, seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return condition()
-
-
 def test_a_stream_follower_holds_no_connection_while_it_waits(app, client, auth, scripted_model):
     release = threading.Event()
     auth.login_as("user")
@@ -57,14 +36,15 @@ def test_a_stream_follower_holds_no_connection_while_it_waits(app, client, auth,
     with app.app_context():
         pool = db.engine.pool
     chunks: list[bytes] = []
-    reader = _read_in_thread(client, f"/runs/{run_id}/events", chunks)
+    reader = read_in_thread(client, f"/runs/{run_id}/events", chunks)
     try:
-        # Once the first words are through, nothing is written until the model goes on; each sample
-        # is taken between two looks at the follower, so it falls inside one of its waits.
-        assert _until(lambda: any(b"event: text" in chunk for chunk in chunks)), "the first words never came"
+        # Once the first words are written (held until checked, so only `writing` says so), nothing is
+        # stored until the model goes on; each sample is taken between two looks at the follower, so it
+        # falls inside one of its waits.
+        assert until(lambda: any(b"event: writing" in chunk for chunk in chunks)), "the first words never came"
         samples = []
         for _ in range(5):
-            assert _until(lambda: run_events.waiting(run_id) > 0), "the follower never waited"
+            assert until(lambda: run_events.waiting(run_id) > 0), "the follower never waited"
             checked_out = pool.checkedout()
             if run_events.waiting(run_id) > 0:
                 samples.append(checked_out)
@@ -120,10 +100,10 @@ def test_past_the_bound_of_streams_a_stream_and_a_turn_are_refused_with_503(app,
     app.config["MAX_STREAMS"] = capacity.streams() + 1
     _busy, run_id = _blocked_run(app, client, scripted_model, release)
     chunks: list[bytes] = []
-    reader = _read_in_thread(client, f"/runs/{run_id}/events", chunks)
+    reader = read_in_thread(client, f"/runs/{run_id}/events", chunks)
     other = start_chat(app, client)
     try:
-        assert _until(lambda: run_events.waiting(run_id) > 0), "the first stream never started"
+        assert until(lambda: run_events.waiting(run_id) > 0), "the first stream never started"
         second = client.get(f"/runs/{run_id}/events", headers=HX)
         assert second.status_code == 503 and second.headers["Retry-After"] == "5"
         response = client.post(f"/chat/{other}/messages", data={"text": "Are you there?"}, headers=HX)
@@ -134,7 +114,7 @@ def test_past_the_bound_of_streams_a_stream_and_a_turn_are_refused_with_503(app,
         reader.join(10)
         execution.wait(run_id)
     assert any(b"event: end" in chunk for chunk in chunks)
-    assert _until(lambda: capacity.streams() < app.config["MAX_STREAMS"])  # the slot came back
+    assert until(lambda: capacity.streams() < app.config["MAX_STREAMS"])  # the slot came back
 
 
 def test_a_stream_whose_client_went_away_gives_its_thread_back_while_the_run_goes_on(app, auth, scripted_model):
@@ -157,11 +137,11 @@ def test_a_stream_whose_client_went_away_gives_its_thread_back_while_the_run_goe
             run_id = last_run_id(app, conversation_id)
             with browser.stream("GET", f"/runs/{run_id}/events") as stream:
                 assert stream.status_code == 200
-                assert _until(lambda: run_events.waiting(run_id) > 0), "the stream never waited"
+                assert until(lambda: run_events.waiting(run_id) > 0), "the stream never waited"
                 assert capacity.streams() == before + 1
             # The client has gone; the run goes on.
-        assert _until(lambda: capacity.streams() == before), "the stream kept its thread after the client left"
-        assert _until(lambda: run_events.waiting(run_id) == 0)
+        assert until(lambda: capacity.streams() == before), "the stream kept its thread after the client left"
+        assert until(lambda: run_events.waiting(run_id) == 0)
         with app.app_context():
             assert db.session.get(Run, run_id).status == "running"
     finally:

@@ -6,15 +6,14 @@ token. Signing out, a new password, a new role, a deactivation and "Sign out eve
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 
 from app import create_app
 from app.extensions import db
 from app.models import Conversation, Run, User, UserSession
 from app.runtime import execution as runtime
-from tests.conftest import PASSWORD, make_agent
+from tests.chat_driver import read_in_thread, start_chat, until, working_until
+from tests.conftest import PASSWORD
 from tests.test_chat import demo_agent_id
 
 NEW_PASSWORD = "a much longer new password"
@@ -190,44 +189,21 @@ def test_behind_a_configured_proxy_the_forwarded_address_is_the_client(settings,
 def test_an_open_stream_ends_when_its_session_is_signed_out(app, auth, scripted_model):
     """The run goes on; the SSE stream of a browser whose session ended closes within a poll."""
     release = threading.Event()
-
-    async def slow(messages, info):
-        yield "Working"
-        for _ in range(200):
-            if release.is_set():
-                break
-            await asyncio.sleep(0.05)
-            yield "."
+    slow = working_until(release)
 
     user_id = auth.create("user")
     email = email_of(app, user_id)
     browser, elsewhere = app.test_client(), app.test_client()
     sign_in(browser, email)
     sign_in(elsewhere, email)
-    with app.app_context():
-        agent = make_agent(model_config_id=scripted_model(stream_function=slow))
-        conversation = Conversation(user_id=user_id, agent_id=agent.id)
-        db.session.add(conversation)
-        db.session.commit()
-        conversation_id = conversation.id
+    conversation_id = start_chat(app, browser, model_config_id=scripted_model(stream_function=slow))
     assert browser.post(f"/chat/{conversation_id}/messages", data={"text": "Go"}).status_code == 302
     with app.app_context():
         run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
     chunks: list[bytes] = []
-
-    def read() -> None:  # a streamed response must be read in the thread that opened it
-        stream = browser.get(f"/runs/{run_id}/events")
-        try:
-            chunks.extend(stream.response)
-        finally:
-            stream.close()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 5
-    while not any(b"event: text" in c for c in chunks) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert any(b"event: text" in c for c in chunks), "the stream never started"
+    reader = read_in_thread(browser, f"/runs/{run_id}/events", chunks)
+    until(lambda: any(b"event: writing" in c for c in chunks), 5)
+    assert any(b"event: writing" in c for c in chunks), "the stream never started"
     try:
         assert elsewhere.post("/account/sessions/end").status_code == 302
         reader.join(timeout=5)

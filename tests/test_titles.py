@@ -224,15 +224,8 @@ def test_the_log_has_the_id_whether_generated_and_the_length_never_the_text(app,
 # --- in a real turn -------------------------------------------------------------------------------
 
 def start_and_send(app, client, config_id: int, text: str) -> tuple[int, str]:
-    with app.app_context():
-        agent_id = make_agent(model_config_id=config_id).id
-    conversation_id = int(client.post("/chat/", data={"agent_id": agent_id}).location.rsplit("/", 1)[-1])
-    assert client.post(f"/chat/{conversation_id}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Message.run_id)
-                                   .where(Message.conversation_id == conversation_id))
-    execution.wait(run_id)
-    return conversation_id, run_id
+    conversation_id = start_chat(app, client, model_config_id=config_id)
+    return conversation_id, send(app, client, conversation_id, text)
 
 
 def first_answer_with_title(app, client, auth, scripted_model) -> tuple[int, str]:

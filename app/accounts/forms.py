@@ -8,7 +8,9 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Email, EqualTo, Length, ValidationError
 
 from app.database import taken
+from app.guards.credentials import MAX_VALUE_CHARS, check_name
 from app.models import ROLES, User
+from app.web.form_fields import stripped
 
 PASSWORD_MIN = 10
 
@@ -52,3 +54,20 @@ class PasswordForm(FlaskForm):
                                message=f"Use between {PASSWORD_MIN} and 200 characters.")])
     confirm = PasswordField("Repeat the new password",
                             validators=[DataRequired(), EqualTo("password", "The passwords differ.")])
+
+
+class CredentialForm(FlaskForm):
+    """A credential to save: its name and its value (the value is never sent back, not even with an error)."""
+
+    name = StringField("Name", filters=[stripped])
+    value = PasswordField("Value", filters=[stripped])
+
+    def validate_name(self, field) -> None:
+        if problem := check_name(field.data):
+            raise ValidationError(problem)
+
+    def validate_value(self, field) -> None:
+        if not field.data:
+            raise ValidationError("Paste the value to save.")
+        if len(field.data) > MAX_VALUE_CHARS:
+            raise ValidationError(f"Use at most {MAX_VALUE_CHARS:,} characters.")

@@ -1,191 +1,235 @@
-"""The agent editor's form: main fields plus an ordered list of skills, each with its settings form.
+"""The agent editor's form (Flask-WTF): main fields plus an ordered list of skills, each with its settings form.
 
-The page works without JavaScript: Add, Up, Down and Remove are submit buttons that re-render the
-form with the list changed; only Save writes.
+A skill entry is `skills-N-name` (its type) and `skills-N-settings-<field>`, its settings form generated from
+the skill's Config (`app/web/settings_forms.py`). The page works without JavaScript: Add, Up, Down and Remove
+are submit buttons that re-render the form with the list changed; only Save writes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from flask import current_app
-from pydantic import ValidationError
+from flask_wtf import FlaskForm
+from wtforms import Field, FieldList, StringField, TextAreaField
+from wtforms.utils import unset_value
+from wtforms.validators import ValidationError
 
 from app.database import name_clash
 from app.extensions import db
-from app.models import ROLES, Agent, ModelConfig
+from app.models import Agent, ModelConfig
 from app.runtime.builder import check_instructions
 from app.runtime.skill import Skill, SkillContext
-from app.web.pydantic_forms import form_fields, parse_form
+from app.web.form_fields import ChosenIdField, NumberField, RolesField, stripped, words
+from app.web.settings_forms import SettingsForm
+
+MAX_SKILLS = 50
+MAIN_FIELDS = ("name", "description", "instructions", "model_config_id", "roles", "max_requests")
 
 
-def settings_prefix(index: int) -> str:
-    """Return the form-name prefix of the settings of the skill at `index`.
+class SkillEntry(Field):
+    """One skill of the agent: `skills-N-name` names it; its settings are the form `skills-N-settings-`.
 
-    Settings have a namespace of their own, apart from the editor's fields of the skill (`skills-N-name`
-    records its type), so no setting can collide with them whatever the skill names its fields.
+    Settings have a namespace of their own, apart from the entry's `name`, so no setting can collide with it
+    whatever the skill names its fields. `form` is None for a skill that is not installed.
     """
-    return f"skills-{index}-settings-"
+
+    def process(self, formdata, data=unset_value, extra_filters=None) -> None:
+        given = data if isinstance(data, dict) else {}
+        self.process_errors, self.object_data = [], data
+        if formdata is not None:
+            self.skill_name = formdata.get(f"{self.name}-name", "")
+        else:
+            self.skill_name = str(given.get("name") or "")
+        self.skill: Skill | None = self._form.registry.get(self.skill_name)
+        self.given_config = given.get("config") or {}
+        self.form = SettingsForm(self.skill.config, f"{self.name}-settings-", formdata, given.get("config")) \
+            if self.skill else None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The entry as stored: the skill's name and its settings."""
+        return {"name": self.skill_name, "config": self.form.settings if self.form else self.given_config}
+
+    @property
+    def problems(self) -> dict[str, str]:
+        return self.form.problems if self.form else {}
+
+    def validate(self, form, extra_validators=()) -> bool:
+        self.errors = [] if self.form is None or self.form.validate() else list(self.problems.values())
+        return not self.errors
 
 
-@dataclass
-class AgentForm:
-    values: dict[str, Any]
-    skills: list[dict[str, Any]]
-    errors: dict[str, str] = field(default_factory=dict)
-    skill_errors: dict[int, dict[str, str]] = field(default_factory=dict)
-    action: str = "save"
+def _lines(value) -> str:
+    return (value or "").replace("\r\n", "\n")
+
+
+class AgentForm(FlaskForm):
+    name = StringField("Name", filters=[words])
+    description = StringField("Description", filters=[stripped])
+    instructions = TextAreaField("Instructions", filters=[_lines])
+    model_config_id = ChosenIdField("Model")
+    roles = RolesField("Who may use it")
+    max_requests = NumberField("Model requests per turn (cap)", kind=int, low=1, high=200, required=True,
+                               message="Use a whole number from 1 to 200.", absent="25")
+    skills = FieldList(SkillEntry(), max_entries=MAX_SKILLS)
+    action = StringField(default="save")
+    add_skill = StringField()
+
+    def __init__(self, *args, registry: dict[str, Skill], agent_id: int | None = None, **kwargs) -> None:
+        self.registry, self.agent_id = registry, agent_id  # the skill entries read them while processing
+        self.unknown_skill: str | None = None
+        super().__init__(*args, **kwargs)
 
     @classmethod
-    def of(cls, agent: Agent | None) -> AgentForm:
-        if agent is None:
-            cap = current_app.config["MAX_MODEL_REQUESTS_PER_TURN"]
-            values = {"name": "", "description": "", "instructions": "", "model_config_id": None,
-                      "roles": ["admin", "user"], "max_requests": cap}
-            return cls(values, [])
-        values = {"name": agent.name, "description": agent.description, "instructions": agent.instructions,
-                  "model_config_id": agent.model_config_id, "roles": list(agent.roles or []),
-                  "max_requests": agent.max_requests}
-        return cls(values, [dict(s) for s in agent.skills or []])
+    def of(cls, agent: Agent | None, registry: dict[str, Skill]) -> AgentForm:
+        """The form filled with an agent's settings (a new agent's defaults for None)."""
+        return cls(formdata=None, data=_stored(agent), registry=registry, agent_id=agent.id if agent else None)
 
-    def skill_forms(self, registry: dict[str, Skill]) -> list[tuple[int, Skill | None, list]]:
-        """Return each attached skill with its generated settings fields."""
-        out = []
-        for index, entry in enumerate(self.skills):
-            skill = registry.get(entry["name"])
-            fields = form_fields(skill.config, entry.get("config"), self.skill_errors.get(index),
-                                 prefix=settings_prefix(index)) if skill else []
-            out.append((index, skill, fields))
-        return out
+    def validate_name(self, field) -> None:
+        if not field.data:
+            raise ValidationError("Give the agent a name.")
+        if len(field.data) > 80:
+            raise ValidationError("Use at most 80 characters.")
+        if clash := name_clash(Agent.name, field.data, self.agent_id, "agent"):
+            raise ValidationError(clash)
+
+    def validate_description(self, field) -> None:
+        if len(field.data) > 300:
+            raise ValidationError("Use at most 300 characters.")
+
+    def validate_instructions(self, field) -> None:
+        if len(field.data) > 20_000:
+            raise ValidationError("Use at most 20,000 characters.")
+        if problem := check_instructions(field.data):
+            raise ValidationError(problem)
+
+    def validate_model_config_id(self, field) -> None:
+        if field.data and (not isinstance(field.data, int) or db.session.get(ModelConfig, field.data) is None):
+            raise ValidationError("Choose a model configuration that exists.")
+
+    def validate_roles(self, field) -> None:
+        if not field.data:
+            raise ValidationError("Choose at least one role that may use the agent.")
+
+    def values(self) -> dict[str, Any]:
+        """The agent's columns as submitted."""
+        return {name: self[name].data for name in MAIN_FIELDS}
+
+    def stored_skills(self) -> list[dict[str, Any]]:
+        """The skills as they will be stored, in order: [{name, config}]."""
+        return [entry.data for entry in self.skills if entry.skill]
+
+    def error_map(self) -> dict[str, str]:
+        """Each main field's first error by name (`skills` for a skill that is not installed)."""
+        errors = {name: self[name].errors[0] for name in MAIN_FIELDS if self[name].errors}
+        if self.unknown_skill:
+            errors["skills"] = self.unknown_skill
+        return errors
+
+    def skill_errors(self) -> dict[int, dict[str, str]]:
+        """Each skill's problems by setting name (`__all__` for the skill), by position."""
+        return {index: dict(entry.problems) for index, entry in enumerate(self.skills) if entry.problems}
 
     @property
     def valid(self) -> bool:
-        return not self.errors and not any(self.skill_errors.values())
+        return not self.error_map() and not self.skill_errors()
+
+    def forget_errors(self) -> None:
+        """Drop every message: a list action shows the changed list, judged on Save."""
+        for field in self:
+            field.errors = []
+        for entry in self.skills:
+            if entry.form:
+                entry.form.problems = {}
+                for setting in entry.form:
+                    setting.errors = []
 
 
-def read_form(form: Any, registry: dict[str, Skill], agent_id: int | None) -> AgentForm:
+def _stored(agent: Agent | None) -> dict[str, Any]:
+    if agent is None:
+        return {"name": "", "description": "", "instructions": "", "model_config_id": None,
+                "roles": ["admin", "user"], "max_requests": current_app.config["MAX_MODEL_REQUESTS_PER_TURN"],
+                "skills": []}
+    return {**{name: getattr(agent, name) for name in MAIN_FIELDS}, "roles": list(agent.roles or []),
+            "skills": [dict(s) for s in agent.skills or []]}
+
+
+def read_form(registry: dict[str, Skill], agent_id: int | None) -> AgentForm:
     """Read the submitted editor, apply a list action if one was pressed, and validate."""
-    values = {
-        "name": " ".join(form.get("name", "").split()),
-        "description": form.get("description", "").strip(),
-        "instructions": form.get("instructions", "").replace("\r\n", "\n"),
-        "model_config_id": form.get("model_config_id", type=int) or None,
-        "roles": [r for r in form.getlist("roles") if r in ROLES],
-        "max_requests": form.get("max_requests", "25").strip(),
-    }
-    result = AgentForm(values, [], action=form.get("action", "save"))
-    count = form.get("skill_count", 0, type=int)
-    for index in range(min(count, 50)):
-        name = form.get(f"skills-{index}-name")
-        skill = registry.get(name or "")
-        if skill is None:
-            continue
-        settings, errors = parse_form(skill.config, form, prefix=settings_prefix(index))
-        result.skill_errors[len(result.skills)] = errors
-        result.skills.append({"name": name, "config": settings})
-    _apply_action(result, registry, form.get("add_skill", ""))
-    _validate(result, agent_id)
-    if result.action == "save":  # a list action shows a just-added skill with its defaults, not yet judged
-        _check_tool_names(result, registry, agent_id)
-    return result
+    form = AgentForm(registry=registry, agent_id=agent_id)
+    for index in reversed(range(len(form.skills))):
+        if form.skills[index].skill is None:  # a skill no longer installed is dropped
+            form.skills.pop_entry(index)
+    form.validate()
+    if form.action.data == "save":
+        _check_tool_names(form)
+    else:  # a list action shows a just-added skill with its defaults, not yet judged
+        _apply_action(form)
+        form.forget_errors()
+    return form
 
 
 def form_of(values: dict[str, Any], skills: list[dict[str, Any]], registry: dict[str, Skill],
             agent_id: int | None) -> AgentForm:
     """Validate an agent given as values and stored-shape skills (the Workspace tools' path), by the editor's rules."""
-    defaults = AgentForm.of(None).values
-    merged = {**defaults, **{key: value for key, value in values.items() if key in defaults}}
-    merged["name"] = " ".join(str(merged["name"] or "").split())
-    merged["roles"] = [role for role in merged["roles"] or [] if role in ROLES]
-    result = AgentForm(merged, [])
+    data = {**_stored(None), **{key: value for key, value in values.items() if key in MAIN_FIELDS}}
+    known, unknown = [], None
     for entry in skills:
-        skill = registry.get(str(entry.get("name") or ""))
-        if skill is None:
-            result.errors["skills"] = f"There is no skill {entry.get('name')!r}; installed: {', '.join(registry)}."
-            continue
-        try:
-            settings, errors = skill.parse(entry.get("config")).model_dump(mode="json"), {}
-        except ValidationError as error:
-            settings = entry.get("config") or {}
-            errors = {str(item["loc"][0]) if item["loc"] else "__all__": item["msg"] for item in error.errors()}
-        result.skill_errors[len(result.skills)] = errors
-        result.skills.append({"name": skill.name, "config": settings})
-    _validate(result, agent_id)
-    _check_tool_names(result, registry, agent_id)
-    return result
+        name = str(entry.get("name") or "")
+        if name in registry:
+            known.append({"name": name, "config": entry.get("config")})
+        else:
+            unknown = f"There is no skill {entry.get('name')!r}; installed: {', '.join(registry)}."
+    form = AgentForm(formdata=None, data={**data, "skills": known}, registry=registry, agent_id=agent_id,
+                     meta={"csrf": False})
+    form.unknown_skill = unknown
+    form.validate()
+    _check_tool_names(form)
+    return form
 
 
-def _apply_action(result: AgentForm, registry: dict[str, Skill], add_skill: str) -> None:
-    action, _, arg = result.action.partition(":")
+def _apply_action(form: AgentForm) -> None:
+    action, _, arg = (form.action.data or "").partition(":")
+    skills = form.skills
     if action == "add":
-        if add_skill in registry:
-            result.skills.append({"name": add_skill, "config": {}})  # the form shows the Config's defaults
+        if form.add_skill.data in form.registry and len(skills) < MAX_SKILLS:
+            skills.append_entry({"name": form.add_skill.data, "config": {}})  # the form shows the Config's defaults
         return
-    if not arg.isdigit() or int(arg) >= len(result.skills):
+    if not arg.isdigit() or int(arg) >= len(skills):
         return
     index = int(arg)
-    skills, errors = result.skills, result.skill_errors
     if action == "remove":
-        skills.pop(index)
-        result.skill_errors = {i if i < index else i - 1: e for i, e in errors.items() if i != index}
+        skills.pop_entry(index)
     elif action in ("up", "down"):
         other = index - 1 if action == "up" else index + 1
         if 0 <= other < len(skills):
-            skills[index], skills[other] = skills[other], skills[index]
-            errors[index], errors[other] = errors.get(other, {}), errors.get(index, {})
+            skills.insert_entry(other, skills.pop_entry(index).data)
 
 
-def _validate(result: AgentForm, agent_id: int | None) -> None:
-    values, errors = result.values, result.errors
-    if not values["name"]:
-        errors["name"] = "Give the agent a name."
-    elif len(values["name"]) > 80:
-        errors["name"] = "Use at most 80 characters."
-    elif clash := name_clash(Agent.name, values["name"], agent_id, "agent"):
-        errors["name"] = clash
-    if len(values["description"]) > 300:
-        errors["description"] = "Use at most 300 characters."
-    if len(values["instructions"]) > 20_000:
-        errors["instructions"] = "Use at most 20,000 characters."
-    elif problem := check_instructions(values["instructions"]):
-        errors["instructions"] = problem
-    if values["model_config_id"] and db.session.get(ModelConfig, values["model_config_id"]) is None:
-        errors["model_config_id"] = "Choose a model configuration that exists."
-    if not values["roles"]:
-        errors["roles"] = "Choose at least one role that may use the agent."
-    try:
-        values["max_requests"] = int(values["max_requests"])
-        if not 1 <= values["max_requests"] <= 200:
-            raise ValueError
-    except (TypeError, ValueError):
-        errors["max_requests"] = "Use a whole number from 1 to 200."
-
-
-def _check_tool_names(result: AgentForm, registry: dict[str, Skill], agent_id: int | None) -> None:
+def _check_tool_names(form: AgentForm) -> None:
     """Refuse two skills that would give tools of the same name: the run could not start.
 
     The message goes beside the setting that holds the name, when one does, else on the skill.
     """
-    ctx = SkillContext(app=current_app._get_current_object(), user_id=None, agent_id=agent_id,
+    ctx = SkillContext(app=current_app._get_current_object(), user_id=None, agent_id=form.agent_id,
                        extras={"editor": True})
     owners: dict[str, int] = {}
-    for index, entry in enumerate(result.skills):
-        if result.skill_errors.get(index):
+    for index, entry in enumerate(form.skills):
+        if entry.problems:
             continue  # settings that do not validate cannot be built
-        for name in sorted(registry[entry["name"]].tool_names(entry["config"], ctx)):
+        settings = entry.form.settings
+        for name in sorted(entry.skill.tool_names(settings, ctx)):
             first = owners.setdefault(name, index)
             if first == index:
                 continue
-            title = registry[result.skills[first]["name"]].title
-            field_name = next((key for key, value in entry["config"].items() if value == name), "__all__")
-            result.skill_errors.setdefault(index, {}).setdefault(
-                field_name, f"Skill {first + 1} ({title}) already gives a tool named {name}; "
-                            "each tool of an agent needs its own name.")
+            setting = next((key for key, value in settings.items() if value == name), "__all__")
+            entry.form.add_error(setting, f"Skill {first + 1} ({form.skills[first].skill.title}) already gives "
+                                          f"a tool named {name}; each tool of an agent needs its own name.")
 
 
-def save(agent: Agent, result: AgentForm) -> None:
+def save(agent: Agent, form: AgentForm) -> None:
     """Write a validated form to the agent; the caller commits."""
-    for key in ("name", "description", "instructions", "model_config_id", "roles", "max_requests"):
-        setattr(agent, key, result.values[key])
-    agent.skills = result.skills
+    for key, value in form.values().items():
+        setattr(agent, key, value)
+    agent.skills = form.stored_skills()

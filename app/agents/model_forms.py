@@ -11,49 +11,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, Field, SelectField, StringField
+from wtforms import BooleanField, SelectField, StringField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import ValidationError
 
 from app.database import name_clash
 from app.models import ModelConfig
 from app.models.agents import MODEL_ROLES, PROVIDERS
+from app.web.form_fields import NumberField, first_errors, words
 
 MAX_RETRIES = 5
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 PROFILE_SETTINGS = {"max_tokens": (int, 1, 1_000_000), "temperature": (float, 0, 2), "timeout": (float, 1, 3600)}
-
-
-class NumberField(Field):
-    """A whole or decimal number within bounds; empty is None (or "Required.")."""
-
-    def __init__(self, label=None, validators=None, kind: type = int, low: float = 0, high: float = 0,
-                 required: bool = False, **kwargs) -> None:
-        super().__init__(label, validators, **kwargs)
-        self.kind, self.low, self.high, self.required = kind, low, high, required
-        self.problem: str | None = None
-
-    def process_formdata(self, valuelist) -> None:
-        text = (valuelist[0] if valuelist else "").strip()
-        self.data, self.problem = None, None
-        if not text:
-            self.problem = "Required." if self.required else None
-            return
-        try:
-            self.data = self.kind(text)
-        except ValueError:
-            self.problem = f"Use a {'whole ' if self.kind is int else ''}number."
-            return
-        if not self.low <= self.data <= self.high:
-            self.problem = f"Use a value from {self.low:g} to {self.high:g}."
-
-    def pre_validate(self, form) -> None:
-        if self.problem:
-            raise ValidationError(self.problem)
-
-
-def _words(value: str | None) -> str:
-    return " ".join((value or "").split())
 
 
 def _stripped(value: str | None) -> str | None:
@@ -61,7 +30,7 @@ def _stripped(value: str | None) -> str | None:
 
 
 class _ModelConfigForm(FlaskForm):
-    name = StringField("Name", filters=[_words])
+    name = StringField("Name", filters=[words])
     provider = SelectField("Provider", choices=[SelectChoice(k, v) for k, v in PROVIDERS.items()],
                            validate_choice=False)
     model_name = StringField("Model", filters=[lambda v: (v or "").strip()])
@@ -124,7 +93,7 @@ class _ModelConfigForm(FlaskForm):
 
     def error_map(self) -> dict[str, str]:
         """Each field's first error, by field name, for the template."""
-        return {name: field.errors[0] for name, field in self._fields.items() if field.errors}
+        return first_errors(self)
 
 
 ModelConfigForm = type("ModelConfigForm", (_ModelConfigForm,), {

@@ -24,14 +24,19 @@ def init_blueprint(bp: Blueprint) -> None:
 def init_app(app: Flask, bp: Blueprint) -> None:
     """Let tokens sign in to the API, and leave the API blueprint's CSRF check to `_csrf_or_scope`."""
     csrf.exempt(bp)
-    login_manager.request_loader(_user_from_token)
+    first = app.before_request_funcs.setdefault(None, [])
+    if _sign_in_by_token not in first:
+        first.insert(0, _sign_in_by_token)  # before the sign-in check, which reads current_user
 
 
-def _user_from_token(req):
-    # Flask-Login asks only when the session has no user; tokens open /api/ and nothing else.
-    if not is_api_request():
-        return None
-    return user_for_bearer(req.headers.get("Authorization"))
+def _sign_in_by_token() -> None:
+    # A Bearer header is the request's credential, whatever cookies come with it. Left to Flask-Login's
+    # request_loader, a token was never asked: strong session protection first threw away any session
+    # cookie without a user (one holding only a CSRF token, or left by a sign-out) and stopped there.
+    # Tokens open /api/ and nothing else.
+    header = request.headers.get("Authorization")
+    if is_api_request() and header and header.startswith("Bearer "):
+        login_manager._update_request_context_with_user(user_for_bearer(header))
 
 
 def _csrf_or_scope() -> None:

@@ -4,9 +4,10 @@ Order: RUN_STARTED; each tool call as TOOL_CALL_START, TOOL_CALL_ARGS, TOOL_CALL
 returns, TOOL_CALL_RESULT; the answer as TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END,
 from the stored message only, so no event carries model text before the answer is checked; then
 RUN_FINISHED (an `interrupt` outcome when proposals or calls wait for the user, who answers in the
-next run) or RUN_ERROR with a coarse code. Each event is an `id:` line (the sequence number of the
-stored event it comes from, so a client resumes after it), an `event:` line (its type) and a `data:`
-line of camelCase JSON without unset fields, written by ag-ui-protocol's encoder, LF line ends.
+next run) or RUN_ERROR with a coarse code (`REFUSED` after the stored generic refusal). Each event is
+an `id:` line (the sequence number of the stored event it comes from, so a client resumes after it), an
+`event:` line (its type) and a `data:` line of camelCase JSON without unset fields, written by
+ag-ui-protocol's encoder, LF line ends.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from ag_ui.encoder import EventEncoder
 
 from app.models import Message, RunEvent
 
-ERROR_CODES = {"failed": "RUN_FAILED", "unfinished": "RUN_UNFINISHED", "interrupted": "RUN_INTERRUPTED"}
+ERROR_CODES = {"failed": "RUN_FAILED", "unfinished": "RUN_UNFINISHED", "interrupted": "RUN_INTERRUPTED",
+               "refused": "REFUSED"}
+ERROR_MESSAGES = {"refused": "The answer broke an output rule; the conversation keeps the generic refusal."}
 _encoder = EventEncoder()
 
 
@@ -69,8 +72,9 @@ def ending(thread_id: str, run_id: str, message: Message | None) -> Iterator[Bas
         yield TextMessageContentEvent(messageId=message_id, delta=message.content)
         yield TextMessageEndEvent(messageId=message_id)
     if status in ERROR_CODES:
-        yield RunErrorEvent(message="The run did not finish; the conversation keeps what it produced.",
-                            code=ERROR_CODES[status])
+        # The code is coarse and is not stored: the message carries only its status.
+        yield RunErrorEvent(message=ERROR_MESSAGES.get(
+            status, "The run did not finish; the conversation keeps what it produced."), code=ERROR_CODES[status])
         return
     interrupts = [Interrupt(id=p["id"], reason="proposal", message=p.get("reason")) for p in meta.get("proposals", [])]
     interrupts += [Interrupt(id=f"call-{call.get('id')}", reason=str(call.get("kind") or "approval"),

@@ -7,7 +7,7 @@ from typing import Any
 from flask import request
 
 from app.api.errors import ApiError
-from app.assistance.schema_subset import InvalidJSON, loads_json
+from app.policy.schema_subset import InvalidJSON, loads_json
 
 
 def json_body() -> Any:

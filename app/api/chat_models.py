@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from app.api.errors import ApiError
@@ -16,14 +16,22 @@ PUBLIC_META = ("status", "error", "proposals")
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    # strict: JSON has types, so "1", true and 1.0 are not the id 1
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
 
 
 class NewConversation(Body):
     agent_id: int = Field(gt=0)
     """The agent to chat with (one the user may use)."""
     title: str | None = Field(None, max_length=200)
-    """A title; without one, the conversation gets one after its first answer."""
+    """A title, on one line; without one (or a blank one), the conversation gets one after its first answer."""
+
+    @field_validator("title")
+    @classmethod
+    def _one_line(cls, title: str | None) -> str | None:
+        if title is None:
+            return None
+        return " ".join(title.split()) or None  # as the chat's rename does
 
 
 class NewMessage(Body):

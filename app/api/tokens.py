@@ -19,9 +19,9 @@ from flask import g
 from app.extensions import db
 from app.models import ApiToken, User
 from app.models.base import utcnow
-from app.models.tokens import TOKEN_SCOPES
+from app.models.tokens import TOKEN_PREFIX, TOKEN_SCOPES
 
-PREFIX = "sdk_"
+PREFIX = TOKEN_PREFIX
 EXPIRY_DAYS = (7, 30, 90, 365)
 MAX_TOKENS = 20
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.assistance.schema_subset import InvalidJSON, compact_json, loads_json
 from app.assistance.targets import Declared, declared_targets
+from app.policy.schema_subset import InvalidJSON, compact_json, loads_json
 from app.tables.context import PageContext, resolve_page_context
 
 CONTROL_PLANE = ("profile", "tools", "permissions", "roles", "tenant_id", "user_id", "system_prompt")

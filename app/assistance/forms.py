@@ -1,13 +1,18 @@
-"""The forms of the assistance area: the admin's assistant switch, a user's API tokens."""
+"""The forms of the assistance area: the admin's assistant switch, a user's API tokens, accepting a proposal."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, SelectField, StringField
+from wtforms import BooleanField, HiddenField, SelectField, StringField
 from wtforms.fields.choices import SelectChoice
-from wtforms.validators import DataRequired, Length
+from wtforms.validators import DataRequired, Length, Optional, Regexp, ValidationError
 
 from app.api.tokens import EXPIRY_DAYS
+from app.assistance.preferences import PreferenceError, update_preferences
+from app.models import User
+from app.policy.schema_subset import InvalidJSON, loads_json
 
 
 class AssistantSettingsForm(FlaskForm):
@@ -24,3 +29,31 @@ class ApiTokenForm(FlaskForm):
                         default="read")
     days = SelectField("Expires after", coerce=int, default=30,
                        choices=[SelectChoice(days, f"{days} days") for days in EXPIRY_DAYS])
+
+
+class AcceptPreferenceForm(FlaskForm):
+    """Accept a proposed preference without JavaScript: the proposal card's Accept as a plain form."""
+
+    proposal = HiddenField(validators=[Optional(), Regexp(r"^[0-9a-f-]{36}$", message="Not a proposal id.")])
+    namespace = HiddenField(validators=[DataRequired(), Length(max=32)])
+    key = HiddenField(validators=[DataRequired(), Length(max=64)])
+    value = HiddenField(validators=[DataRequired(message="Give the value as JSON text.")])
+
+    def validate_value(self, field) -> None:
+        try:
+            self.parsed: Any = loads_json(field.data)
+        except InvalidJSON as error:
+            raise ValidationError(f"The value must be JSON text: {error}.") from None
+
+    def apply(self, user: User) -> str | None:
+        """Write the user's own preference as PATCH /api/me/preferences does; return what is wrong, or None.
+
+        The caller commits.
+        """
+        if not self.validate():
+            return " ".join(error for errors in self.errors.values() for error in errors)
+        try:
+            update_preferences(user, {self.namespace.data: {self.key.data: self.parsed}})
+        except PreferenceError as error:
+            return str(error)
+        return None

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.assistance.schema_subset import ProposalSchema, compact_json, compile_schema
 from app.models import User
+from app.policy.schema_subset import ProposalSchema, compact_json, compile_schema
 
 MAX_NAMESPACES = 10
 MAX_KEYS = 50

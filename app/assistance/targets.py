@@ -6,7 +6,7 @@ dropped, never repaired:
 - `kind` is `preference` (target: `namespace`, `key`) or `view_state` (target: `resource` as
   `data/<table>` naming a table the user may read, and `view`); no other key in the entry or target;
 - names that match their patterns; for the `ui` namespace, one of Skilldesk's own settings;
-- `schema` in the proposal subset (schema_subset.py: at most 2000 bytes and 4 levels);
+- `schema` in the proposal subset (app/policy/schema_subset.py: at most 2000 bytes and 4 levels);
 - `current` of at most 500 bytes of compact JSON;
 - `description` of at most 120 characters on one line, with no control character.
 """
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.assistance.preferences import KEY, NAMESPACE, UI, UI_SETTINGS
-from app.assistance.schema_subset import NotProposable, ProposalSchema, compact_json, compile_schema
+from app.policy.proposals import KINDS
+from app.policy.schema_subset import NotProposable, ProposalSchema, compact_json, compile_schema
 from app.tables.context import RESOURCE
 from app.tables.permissions import allowed
 from app.tables.schema import get_table
@@ -28,7 +29,6 @@ MAX_TARGETS = 30
 MAX_CURRENT_BYTES = 500
 MAX_DESCRIPTION = 120
 VIEW = re.compile(r"^[a-z][A-Za-z0-9_.-]{0,63}$")
-KINDS = {"preference": ("namespace", "key"), "view_state": ("resource", "view")}
 ENTRY_KEYS = {"kind", "target", "schema", "current", "description"}
 
 

@@ -21,11 +21,10 @@ def get_agent(agent_id: int) -> Agent:
     return db.get_or_404(Agent, agent_id)
 
 
-def render_editor(form: editor.AgentForm, agent: Agent | None, status: int = 200, preview=None):
+def render_editor(form: editor.AgentForm, agent: Agent | None, status: int = 200):
     models = db.session.scalars(db.select(ModelConfig).order_by(ModelConfig.name)).all()
     return render_template("agents/edit.html", form=form, agent=agent, models=models, roles=ROLES,
-                           registry=registry(), skill_forms=form.skill_forms(registry()),
-                           preview=preview), status
+                           registry=registry()), status
 
 
 @bp.route("/")
@@ -38,7 +37,7 @@ def index():
 @bp.route("/new")
 @admin_required
 def new():
-    return render_editor(editor.AgentForm.of(None), None)
+    return render_editor(editor.AgentForm.of(None, registry()), None)
 
 
 @bp.route("/", methods=["POST"])
@@ -51,7 +50,7 @@ def create():
 @admin_required
 def edit(agent_id: int):
     agent = get_agent(agent_id)
-    return render_editor(editor.AgentForm.of(agent), agent)
+    return render_editor(editor.AgentForm.of(agent, registry()), agent)
 
 
 @bp.route("/<int:agent_id>", methods=["POST"])
@@ -61,9 +60,8 @@ def update(agent_id: int):
 
 
 def _submit(agent: Agent | None):
-    form = editor.read_form(request.form, registry(), agent.id if agent else None)
-    if form.action != "save":  # Add, Up, Down, Remove: show the changed list, judge it on Save
-        form.errors, form.skill_errors = {}, {}
+    form = editor.read_form(registry(), agent.id if agent else None)
+    if form.action.data != "save":  # Add, Up, Down, Remove: show the changed list, judge it on Save
         return render_editor(form, agent)
     if not form.valid:
         return render_editor(form, agent, 422)
@@ -80,17 +78,18 @@ def _submit(agent: Agent | None):
 @admin_required
 def preview():
     """Run one message against the agent as it stands in the form (saved or not)."""
-    form = editor.read_form(request.form, registry(), request.form.get("agent_id", type=int))
+    form = editor.read_form(registry(), request.form.get("agent_id", type=int))
     prompt = (request.form.get("preview_prompt") or "").strip()
-    form.errors.pop("name", None)  # a preview needs no unique name
+    form.name.errors = []  # a preview needs no unique name
     if not prompt:
         return render_template("agents/_preview.html", error="Write a message to try."), 422
     if not form.valid:
         return render_template("agents/_preview.html", error="Fix the highlighted fields first."), 422
-    config = db.session.get(ModelConfig, form.values["model_config_id"]) if form.values["model_config_id"] \
+    values = form.values()
+    config = db.session.get(ModelConfig, values["model_config_id"]) if values["model_config_id"] \
         else db.session.scalar(db.select(ModelConfig).where(ModelConfig.is_default.is_(True)))
-    spec = AgentSpec(None, form.values["name"] or "Preview", form.values["instructions"], tuple(form.skills),
-                     form.values["max_requests"], ModelSpec.of(config))
+    spec = AgentSpec(None, values["name"] or "Preview", values["instructions"], tuple(form.stored_skills()),
+                     values["max_requests"], ModelSpec.of(config))
     result = run_preview(current_app._get_current_object(), spec, Person.of(current_user), prompt)
     return render_template("agents/_preview.html", preview=result, prompt=prompt)
 

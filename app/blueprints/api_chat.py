@@ -25,8 +25,8 @@ from app.chat.purge import purge_conversation
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
 from app.models.chat import ACTIVE_STATUSES
+from app.runtime import capacity, execution
 from app.runtime import events as run_events
-from app.runtime import execution
 
 bp = Blueprint("api_chat", __name__)
 api.init_blueprint(bp)
@@ -122,10 +122,17 @@ def agent():
     body = parse(AgentRun, json_body())
     conversation = get_own_conversation(body.thread_id, *turns.FOR_TURN)
     _no_guests()
-    run_id = _send(conversation, NewMessage(message=body.message, context=body.context))
-    follow = agui_stream(current_app._get_current_object(), str(conversation.id), run_id)
-    return Response(stream_with_context(follow), mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    app = current_app._get_current_object()
+    # The slot before the turn, so that a refusal (503, in a turn's words) stores nothing; the turn's
+    # own check then counts this slot, so these streams leave the process's last slot to the others.
+    capacity.admit_turn(app)
+    release = capacity.take_stream(app)
+    try:
+        run_id = _send(conversation, NewMessage(message=body.message, context=body.context))
+    except BaseException:
+        release()
+        raise
+    return _event_stream(agui_stream(app, str(conversation.id), run_id), release)
 
 
 def _send(conversation, body: NewMessage) -> str:
@@ -156,9 +163,24 @@ def agent_resume(run_id: str):
     if run is None:
         raise ApiError(404, "There is no such run of yours.")
     after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
-    follow = agui_stream(current_app._get_current_object(), str(run.conversation_id), run.id, after)
-    return Response(stream_with_context(follow), mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    app = current_app._get_current_object()
+    release = capacity.take_stream(app)  # 503 with Retry-After when this process streams all it can
+    return _event_stream(agui_stream(app, str(run.conversation_id), run.id, after), release)
+
+
+def _event_stream(follow, release) -> Response:
+    """Answer an AG-UI stream that holds one of the process's stream slots until it ends or closes."""
+
+    def released():
+        try:
+            yield from follow
+        finally:
+            release()
+
+    response = Response(stream_with_context(released()), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response.call_on_close(release)  # also when the client went before the stream started
+    return response
 
 
 def agui_stream(app, thread_id: str, run_id: str, after: int = 0):

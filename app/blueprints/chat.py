@@ -6,6 +6,7 @@ from flask import Blueprint, Response, abort, current_app, flash, redirect, rend
 from flask_login import current_user
 
 from app.assistance.context import ContextRejected, parse_context_text
+from app.assistance.forms import AcceptPreferenceForm
 from app.chat import conversations, turns
 from app.chat.compaction import parse_command
 from app.chat.conversations import export_json, export_markdown, get_own_conversation, transcript
@@ -149,6 +150,24 @@ def rename(conversation_id: int):
     if is_htmx():
         return render_template("chat/_title.html", conversation=conversation, oob=True)
     return redirect(url_for("chat.show", conversation_id=conversation.id))
+
+
+@bp.route("/<int:conversation_id>/preferences", methods=["POST"])
+def accept_preference(conversation_id: int):
+    """Accept a proposed preference without JavaScript; 303 back to the chat, or 422 with the error on the card.
+
+    It writes only the signed-in user's own preference, checked as PATCH /api/me/preferences checks it.
+    """
+    conversation = get_own_conversation(conversation_id)
+    form = AcceptPreferenceForm()
+    error = form.apply(current_user)
+    if error is not None:
+        db.session.rollback()
+        return render_chat(conversation, proposal_errors={form.proposal.data: error}), 422
+    db.session.commit()
+    flash(f"Accepted: your preference {form.namespace.data}.{form.key.data} is saved.")
+    back = url_for("chat.show", conversation_id=conversation.id)
+    return redirect(f"{back}#proposal-{form.proposal.data}" if form.proposal.data else back, 303)
 
 
 @bp.route("/<int:conversation_id>/title")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, redirect, render_template, url_for
 from flask_login import current_user
 
+from app.accounts.forms import CredentialForm
 from app.extensions import db
-from app.guards.credentials import MAX_VALUE_CHARS, check_name, save_credential, user_credentials
+from app.guards.credentials import save_credential, user_credentials
 from app.models.credentials import Credential
+from app.web.form_fields import first_errors
 from app.web.security import member_required
 
 bp = Blueprint("credentials", __name__)
@@ -31,22 +33,14 @@ def index():
 @bp.route("/", methods=["POST"])
 @member_required
 def create():
-    name = (request.form.get("name") or "").strip()
-    value = (request.form.get("value") or "").strip()
-    errors = {}
-    if problem := check_name(name):
-        errors["name"] = problem
-    if not value:
-        errors["value"] = "Paste the value to save."
-    elif len(value) > MAX_VALUE_CHARS:
-        errors["value"] = f"Use at most {MAX_VALUE_CHARS:,} characters."
-    if errors:
+    form = CredentialForm()
+    if not form.validate():
         # The value is never sent back, not even in an error page.
         return render_template("credentials/index.html", credentials=user_credentials(current_user.id),
-                               errors=errors, name=name), 422
-    save_credential(current_user.id, name, value)
+                               errors=first_errors(form), name=form.name.data), 422
+    save_credential(current_user.id, form.name.data, form.value.data)
     db.session.commit()
-    flash(f"Saved the credential {name}.")
+    flash(f"Saved the credential {form.name.data}.")
     return redirect(url_for("credentials.index"))
 
 

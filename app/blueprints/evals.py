@@ -59,8 +59,10 @@ def save_dataset(name: str):
 def create(agent_id: int):
     agent = db.session.get(Agent, agent_id) or abort(404)
     level = 2 if request.form.get("level") == "2" else 1
+    name = request.form.get("dataset", "")
     try:
-        run = create_run(request.form.get("dataset", ""), agent.name, level, user_id=current_user.id)
+        library.path_of(name)  # a dataset of EVALS_PATH by name: a file path is for `flask eval run` only
+        run = create_run(name, agent.name, level, user_id=current_user.id)
     except (EvalError, library.DatasetMissing, DatasetInvalid) as error:
         message = "; ".join(str(e) for e in error.errors) if isinstance(error, DatasetInvalid) else str(error)
         return render_template("evals/_agent_panel.html", agent=agent, error=message,

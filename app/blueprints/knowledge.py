@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
+from flask_wtf import FlaskForm
+from wtforms import StringField
+from wtforms.validators import ValidationError
 
 from app.database import name_clash
 from app.extensions import db
 from app.knowledge.chunking import chunk
 from app.knowledge.indexing import queue_indexing
-from app.knowledge.library import clear_deleted_text, delete_document, delete_knowledge_base, put_document, sync_folder
+from app.knowledge.library import (
+    clear_deleted_text,
+    delete_document,
+    delete_knowledge_base,
+    folder_error,
+    put_document,
+    sync_folder,
+)
 from app.knowledge.search import retrieve
 from app.models import ROLES, KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.web import navigation
+from app.web.form_fields import NumberField, RolesField, first_errors, stripped, words
 from app.web.security import admin_required, member_required
 
 bp = Blueprint("knowledge", __name__)
@@ -23,24 +34,53 @@ def _kb(kb_id: int) -> KnowledgeBase:
     return db.session.get(KnowledgeBase, kb_id) or abort(404)
 
 
-def _form_errors(form) -> tuple[dict, dict]:
-    values = {"name": " ".join(form.get("name", "").split()), "description": form.get("description", "").strip(),
-              "roles": [r for r in form.getlist("roles") if r in ROLES], "folder": form.get("folder", "").strip()}
-    errors: dict[str, str] = {}
-    if not values["name"] or len(values["name"]) > 80:
-        errors["name"] = "Give the knowledge base a name of at most 80 characters."
-    for key, low, high, default in (("chunk_size", 200, 4000, 1000), ("chunk_overlap", 0, 1000, 150)):
-        raw = form.get(key, "").strip() or str(default)
-        if not raw.isdigit() or not low <= int(raw) <= high:
-            errors[key] = f"Enter a whole number from {low} to {high}."
-        else:
-            values[key] = int(raw)
-    if not errors.get("chunk_size") and not errors.get("chunk_overlap") and \
-            values["chunk_overlap"] * 2 >= values["chunk_size"]:
-        errors["chunk_overlap"] = "Keep the overlap under half the passage size."
-    if len(values["description"]) > 300:
-        errors["description"] = "Keep the description under 300 characters."
-    return values, errors
+CHUNKS = {"chunk_size": (200, 4000, 1000), "chunk_overlap": (0, 1000, 150)}  # low, high, when left empty
+
+
+def _chunk_field(label: str, name: str) -> NumberField:
+    low, high, default = CHUNKS[name]
+    return NumberField(label, kind=int, low=low, high=high, absent=str(default),
+                       message=f"Enter a whole number from {low} to {high}.")
+
+
+class KnowledgeBaseForm(FlaskForm):
+    name = StringField("Name", filters=[words])
+    description = StringField("Description", filters=[stripped])
+    roles = RolesField("Roles that may search it")
+    folder = StringField("Folder on the server to sync (optional)", filters=[stripped])
+    chunk_size = _chunk_field("Passage size (characters)", "chunk_size")
+    chunk_overlap = _chunk_field("Overlap (characters)", "chunk_overlap")
+
+    def __init__(self, *args, kb_id: int | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.kb_id = kb_id
+
+    def validate_name(self, field) -> None:
+        if not field.data or len(field.data) > 80:
+            raise ValidationError("Give the knowledge base a name of at most 80 characters.")
+        if clash := name_clash(KnowledgeBase.name, field.data, self.kb_id, "knowledge base"):
+            raise ValidationError(clash)
+
+    def validate_description(self, field) -> None:
+        if len(field.data) > 300:
+            raise ValidationError("Keep the description under 300 characters.")
+
+    def validate_folder(self, field) -> None:
+        if field.data and (problem := folder_error(field.data)):
+            raise ValidationError(problem)
+
+    def validate_chunk_overlap(self, field) -> None:
+        values = self.values()
+        if not field.errors and not self.chunk_size.errors and values["chunk_overlap"] * 2 >= values["chunk_size"]:
+            raise ValidationError("Keep the overlap under half the passage size.")
+
+    def values(self) -> dict:
+        """The base's settings as submitted: an empty size is its default, a wrong one is left out."""
+        values = {name: self[name].data for name in ("name", "description", "roles", "folder")}
+        for name, (_low, _high, default) in CHUNKS.items():
+            if not self[name].problem:
+                values[name] = default if self[name].data is None else self[name].data
+        return values
 
 
 @bp.route("/admin/knowledge/")
@@ -54,11 +94,11 @@ def index():
 @bp.route("/admin/knowledge/<int:kb_id>/settings", methods=["POST"])
 @admin_required
 def save(kb_id: int | None = None):
-    values, errors = _form_errors(request.form)
     kb = _kb(kb_id) if kb_id else KnowledgeBase()
-    if "name" not in errors and (clash := name_clash(KnowledgeBase.name, values["name"], kb.id, "knowledge base")):
-        errors["name"] = clash
-    if errors:
+    form = KnowledgeBaseForm(kb_id=kb.id)
+    valid = form.validate()
+    values, errors = form.values(), first_errors(form)
+    if not valid:
         bases = db.session.scalars(db.select(KnowledgeBase).order_by(KnowledgeBase.name)).all()
         template = "knowledge/base.html" if kb_id else "knowledge/index.html"
         return render_template(template, bases=bases, kb=kb, values=values, errors=errors, roles=ROLES,
@@ -117,6 +157,9 @@ def upload(kb_id: int):
 def sync(kb_id: int):
     kb = _kb(kb_id)
     try:
+        problem = folder_error(kb.folder) if kb.folder else None
+        if problem:  # a folder saved before the rule, or written by hand
+            raise ValueError(problem)
         counts = sync_folder(kb)
     except ValueError as error:
         return render_template("knowledge/base.html", kb=kb, values={}, errors={"folder": str(error)},

@@ -115,7 +115,8 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
                 for step in message.steps))
         status = (message.meta or {}).get("status")
         if status and status != "succeeded":
-            blocks.append(f"_({status}: {(message.meta or {}).get('error') or ''})_")
+            error = (message.meta or {}).get("error")
+            blocks.append(f"_({status}: {error})_" if error else f"_({status})_")
         if message.content.strip():
             blocks.append(message.content.strip("\n"))
     return "\n\n".join(blocks) + "\n"

@@ -7,7 +7,9 @@ from markupsafe import escape
 
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent
-from app.runtime.events import HEADER, NOTICE
+from app.runtime.events import HEADER, NOTICE, WRITING
+
+PANEL_SOURCES = ("panel", "data")  # conversations started in the Workspace or a data page's assistant panel
 
 
 def sse(event_id: int, event: str, data: str) -> str:
@@ -33,11 +35,15 @@ def encode_html(event: RunEvent, run_id: str) -> str:
         if row is None:
             return f'<div class="alert error">{escape(data.get("error") or "The run ended.")}</div>'
         message, conversation = row
+        # A panel's page has no chat title or sidebar to update (htmx logged a missing target for each).
+        title_pending = data.get("title_pending", True) and conversation.source not in PANEL_SOURCES
         return render_template("chat/_message.html", message=message, conversation=conversation, ended=True,
-                               title_pending=data.get("title_pending", True))
+                               title_pending=title_pending)
     if event.type == NOTICE:
         notice = db.session.get(Message, data.get("message_id") or 0)
         return render_template("chat/_live_notice.html", message=notice, run_id=run_id) if notice else ""
+    if event.type == WRITING:
+        return "Writing the answer…"
     if event.type == HEADER:
         run = db.session.get(Run, run_id)
         return render_template("chat/_live_header.html", conversation=run.conversation) if run else ""

@@ -13,12 +13,13 @@ from app.assistance.context import parse_context
 from app.chat import turns
 from app.evals.checks import CaseOutcome
 from app.evals.dataset import Case
+from app.evals.fixtures import create_knowledge, create_tables, skills_for
 from app.evals.scripted import scripted_model
 from app.extensions import db
 from app.models import Agent, DataTable, Message, ModelConfig, Run, User
 from app.runtime import execution, providers
 from app.seed import ensure_defaults
-from app.tables import records, schema
+from app.tables import schema
 
 MODEL_FIELDS = ("provider", "model_name", "base_url", "api_key_env", "context_window", "max_tokens",
                 "temperature", "timeout", "retries", "profiles")
@@ -41,19 +42,6 @@ def _model_config(case: Case, live: dict[str, Any] | None) -> ModelConfig:
     model = scripted_model(case.replies)
     providers.register_provider(provider, lambda _spec: model)
     return ModelConfig(name=provider, provider=provider, model_name=provider, profiles={})
-
-
-def _fixture(case: Case) -> None:
-    for table in case.fixture:
-        definition = schema.create_table(table.name, table.label or table.name)
-        for item in table.fields:
-            schema.add_field(definition, item.name, item.name, item.kind, choices=item.choices)
-        db.session.commit()
-        for row in table.rows:
-            values, errors = records.validate(definition, row)
-            if errors:
-                raise ValueError(f"fixture row of {table.name} is invalid: {errors}")
-            records.insert_row(definition, values)
 
 
 def _state() -> tuple[dict[str, list[dict[str, Any]]], set[str]]:
@@ -79,7 +67,7 @@ def run_case(app: Flask, case: Case, agent: dict[str, Any], live_model: dict[str
         provider = config.provider if config.provider.startswith("eval-scripted-") else None
         user = User(email="evaluator@example.invalid", name="Evaluator", role="admin", active=True,
                     preferences={}, password_hash="!")
-        skills = case.skills if case.skills is not None else agent["skills"]
+        skills = skills_for(case, case.skills if case.skills is not None else agent["skills"])
         limit = case.limits.max_requests or agent["max_requests"]
         row = Agent(name=agent["name"], description=agent["description"], instructions=agent["instructions"],
                     roles=["admin", "user"], skills=skills, max_requests=limit, model_config=config)
@@ -88,7 +76,8 @@ def run_case(app: Flask, case: Case, agent: dict[str, Any], live_model: dict[str
         ensure_defaults()  # what a fresh install holds besides (the docs knowledge base the assistant names)
         db.session.commit()
         try:
-            _fixture(case)
+            create_tables(case)
+            create_knowledge(case)
             conversation = turns.start_conversation(user, row, title="Evaluation")
             db.session.commit()
             extras = parse_context(case.page_context, user.role).as_extras() if case.page_context else None

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.assistance.claims import claims_change
-from app.evals.dataset import Case
+from app.evals.dataset import Case, ToolResultCheck
+from app.policy.claims import claims_change
 
-CITATION = re.compile(r"\[(\d{1,3})\]|\[source:\s*([^\]]+)\]", re.IGNORECASE)
+# `[n]`, also as the knowledge skill links it (`[\[n\]](/knowledge/passages/…)`), and `[source: title]`.
+CITATION = re.compile(r"\\?\[(\d{1,3})\\?\]|\[source:\s*([^\]]+)\]", re.IGNORECASE)
 
 
 @dataclass
@@ -51,7 +52,7 @@ def claims_success(text: str) -> bool:
 
 
 def cited_sources(text: str) -> list[str]:
-    """The sources an answer cites: `[n]` numbers and `[source: title]` names."""
+    """The sources an answer cites: `[n]` numbers (linked or not) and `[source: title]` names."""
     return [number or name.strip() for number, name in CITATION.findall(text)]
 
 
@@ -76,6 +77,32 @@ def _cites_only_retrieved(outcome: CaseOutcome) -> Verdict:
                 if not re.search(rf"\[{re.escape(s)}\]|\b{re.escape(s)}\b", retrieved)]
     return Verdict("answer.cites_only_retrieved", not invented,
                    f"cites sources no tool returned: {', '.join(invented)}" if invented else "")
+
+
+def _tool_results(expected: ToolResultCheck, steps: list[dict[str, Any]]) -> list[Verdict]:
+    tool = expected.tool
+    results = [str(step.get("result") or "") for step in steps if tool == "*" or step.get("name") == tool]
+    lowered = [result.lower() for result in results]
+    verdicts = []
+    for text in expected.contains:
+        name = f"tools.results: {tool} contains {text!r}"
+        found = any(text.lower() in result for result in lowered)
+        why = (f"{tool} was not called" if not results
+               else f"no result of {tool} contains {text!r} (got: {_shorten(results)})")
+        verdicts.append(Verdict(name, found, "" if found else why))
+    for text in expected.not_contains:
+        name = f"tools.results: {tool} does not contain {text!r}"
+        hit = next((result for result, low in zip(results, lowered, strict=True) if text.lower() in low), None)
+        ok = bool(results) and hit is None
+        why = (f"{tool} was not called" if not results
+               else f"a result of {tool} contains {text!r}: {_shorten([hit or ''])}")
+        verdicts.append(Verdict(name, ok, "" if ok else why))
+    return verdicts
+
+
+def _shorten(results: list[str], limit: int = 200) -> str:
+    joined = " | ".join(results)
+    return joined if len(joined) <= limit else joined[: limit - 1] + "…"
 
 
 def _same(value: Any, expected: Any) -> bool:
@@ -116,6 +143,8 @@ def evaluate(case: Case, outcome: CaseOutcome) -> list[Verdict]:
         count = len(called) if bound.tool == "*" else called.count(bound.tool)
         add(f"tools.max_calls: {bound.tool} ≤ {bound.at_most}", count <= bound.at_most,
             f"{bound.tool} was called {count} times")
+    for expected in checks.tools.results:
+        verdicts += _tool_results(expected, outcome.steps)
     limits = case.limits
     if limits.max_requests is not None:
         add(f"limits.max_requests ≤ {limits.max_requests}", outcome.requests <= limits.max_requests

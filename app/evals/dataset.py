@@ -2,7 +2,8 @@
 
 A dataset is a mapping with a `name`, an optional `description` and a list of `cases`. Each case
 has an `id`, a `prompt` (or a short multi-turn `script` of user messages), optional `page_context`,
-a `fixture` (tables and rows created in the case's disposable database), `checks`, `limits`, and
+a `fixture` (tables and rows created in the case's disposable database), `knowledge` (knowledge bases
+indexed there, with their vectors in the case's own vector store), `checks`, `limits`, and
 for level 1 a scripted model (`model: scripted` with `replies`) or the built-in offline model
 (`model: offline`). Every field is documented in docs/evals.md.
 """
@@ -39,6 +40,25 @@ class FixtureTable(Strict):
     """The table's fields, created in order."""
     rows: list[dict[str, Any]] = []
     """Rows inserted after the fields exist: field name → value."""
+
+
+class KnowledgeDocumentFixture(Strict):
+    title: str = Field(min_length=1, max_length=300)
+    """The document's title (what a citation names)."""
+    text: str = Field(min_length=1)
+    """The document's text, cut into passages and indexed as an uploaded document would be."""
+
+
+class KnowledgeFixture(Strict):
+    name: str = Field(min_length=1, max_length=80)
+    """The knowledge base's name."""
+    roles: list[str] = ["admin", "user"]
+    """The roles that may search it (the evaluator is an admin)."""
+    documents: list[KnowledgeDocumentFixture] = Field(min_length=1)
+    """Its documents, indexed (passages, lexical rows and vectors) in the case's database and vector store."""
+    skill: bool = True
+    """Give the agent under test the knowledge skill searching the case's knowledge bases (added if it has
+    none; an existing knowledge skill keeps its other settings)."""
 
 
 class ToolCall(Strict):
@@ -101,6 +121,26 @@ class MaxCalls(Strict):
     """The most calls allowed."""
 
 
+class ToolResultCheck(Strict):
+    tool: str = Field(min_length=1)
+    """The tool whose results are read, or "*" for every tool."""
+    contains: list[str] = []
+    """Each string appears in one of the tool's results (case-insensitive); a string is one item."""
+    not_contains: list[str] = []
+    """No result of the tool contains any of these strings (case-insensitive)."""
+
+    @field_validator("contains", "not_contains", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _something_to_check(self) -> ToolResultCheck:
+        if not self.contains and not self.not_contains:
+            raise ValueError("give contains or not_contains (or both)")
+        return self
+
+
 class ToolChecks(Strict):
     called: list[str] = []
     """Tools that must have been called (successfully or not)."""
@@ -108,6 +148,8 @@ class ToolChecks(Strict):
     """Tools that must not have been called."""
     max_calls: list[MaxCalls] = []
     """Bounds on the number of calls."""
+    results: list[ToolResultCheck] = []
+    """What the tools' results say (successful or failed steps alike); the tool must have been called."""
 
 
 class Checks(Strict):
@@ -137,6 +179,8 @@ class Case(Strict):
     """A page context sent with the message, as the chat page sends it."""
     fixture: list[FixtureTable] = []
     """Tables and rows created before the case runs."""
+    knowledge: list[KnowledgeFixture] = []
+    """Knowledge bases with their documents, indexed in the case's database before the case runs."""
     model: Literal["scripted", "offline", "agent"] = "scripted"
     """scripted: `replies` drive a FunctionModel; offline: the built-in offline model;
     agent: the agent's own model (level 2 only)."""
@@ -155,6 +199,9 @@ class Case(Strict):
             raise ValueError("give either a prompt or a script of user messages, not both or neither")
         if len(self.script) > 5:
             raise ValueError("a script has at most 5 user messages")
+        names = [kb.name for kb in self.knowledge]
+        if len(set(names)) != len(names):
+            raise ValueError("two knowledge bases of the case have the same name")
         return self
 
     @property

@@ -64,6 +64,11 @@ class Sandbox:
             with app.app_context():
                 db.session.remove()
                 db.engine.dispose()
+            if (folder / "chroma").exists():
+                # Imported only when a case used vectors: chromadb costs ~0.5 s to import.
+                from app.knowledge.vectors import close_client
+
+                close_client(folder / "chroma")
             shutil.rmtree(folder, ignore_errors=True)
 
     def close(self) -> None:

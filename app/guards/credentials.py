@@ -82,6 +82,17 @@ def credential_value(user_id: int, name: str) -> str | None:
                             "save it again on the Credentials page.") from error
 
 
+def credential_values(user_id: int) -> list[str]:
+    """Return the decrypted values of all of a user's credentials (those saved under an older key are skipped)."""
+    fernet, values = _fernet(), []
+    for token in db.session.scalars(db.select(Credential.secret).where(Credential.user_id == user_id)):
+        try:
+            values.append(fernet.decrypt(token.encode()).decode())
+        except InvalidToken:
+            continue  # unreadable to us, so no run can have been given it
+    return values
+
+
 def check_template(text: str) -> str | None:
     """Return what is wrong with the {env:NAME} / {credential:NAME} placeholders of a setting, or None."""
     for kind, name in PLACEHOLDER.findall(text):

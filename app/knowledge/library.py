@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from pathlib import Path
+
+from flask import current_app
 
 from app.extensions import db
 from app.knowledge.parsing import MAX_BYTES, UnreadableDocument, kind_of, parse
@@ -53,20 +56,49 @@ def put_document(kb: KnowledgeBase, source: str, filename: str, data: bytes,
     return document
 
 
+def allowed_folders() -> list[Path]:
+    """The folders knowledge bases may sync from: Skilldesk's own docs/ and those of KNOWLEDGE_FOLDERS."""
+    configured = str(current_app.config.get("KNOWLEDGE_FOLDERS") or "")
+    folders = [Path(current_app.root_path).parent / "docs"]
+    folders += [Path(part.strip()) for part in configured.split(os.pathsep) if part.strip()]
+    return [folder.resolve() for folder in folders]
+
+
+def folder_error(folder: str) -> str | None:
+    """Say why a folder may not be synced (not absolute, missing, outside the allowed ones), or None."""
+    path = Path(folder)
+    if not path.is_absolute():
+        return "Give the folder's absolute path on the server."
+    real = path.resolve()  # `..` and symlinks resolved before the check, not after
+    allowed = allowed_folders()
+    if not any(real == root or real.is_relative_to(root) for root in allowed):
+        return ("Knowledge bases sync only from Skilldesk's docs/ and the folders of KNOWLEDGE_FOLDERS ("
+                + ", ".join(str(root) for root in allowed) + ").")
+    if not real.is_dir():
+        return f"{folder} is not a folder on the server."
+    return None
+
+
 def sync_folder(kb: KnowledgeBase, max_bytes: int = MAX_BYTES) -> dict[str, int]:
     """Mirror the knowledge base's folder: add new files, update changed ones, delete vanished ones.
 
-    One file's failure (too big, unreadable) is recorded on its document; the others go on. Commits.
+    One file's failure (too big, unreadable) is recorded on its document; the others go on. A file
+    whose real path is outside the folder (a symlink out of it) is skipped, never read. Commits.
     """
     if not kb.folder:
         raise ValueError("This knowledge base has no folder to sync.")
     root = Path(kb.folder)
     if not root.is_dir():
         raise ValueError(f"{kb.folder} is not a folder on the server.")
-    counts = {"added": 0, "updated": 0, "deleted": 0, "failed": 0, "unchanged": 0}
+    real_root = root.resolve()
+    counts = {"added": 0, "updated": 0, "deleted": 0, "failed": 0, "unchanged": 0, "skipped": 0}
     seen: set[str] = set()
     for path in sorted(root.rglob("*")):
         if not path.is_file() or kind_of(path.name) is None:
+            continue
+        if not path.resolve().is_relative_to(real_root):
+            counts["skipped"] += 1
+            log.warning("skipped %s: it links outside %s", path, root)
             continue
         source = f"folder:{path.relative_to(root).as_posix()}"
         seen.add(source)

@@ -136,6 +136,14 @@ def chroma_client(path: str | Path | None = None, url: str | None = None) -> Cli
     return client
 
 
+def close_client(path: str | Path) -> None:
+    """Close and forget this process's client of an embedded store, e.g. before its folder is deleted."""
+    with _clients_lock:
+        client = _clients.pop(f"path:{Path(path).resolve()}", None)
+    if client is not None:
+        client.close()
+
+
 def _connect(key: str) -> ClientAPI:
     settings = Settings(anonymized_telemetry=False)
     kind, _, location = key.partition(":")

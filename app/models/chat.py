@@ -11,7 +11,7 @@ from sqlalchemy.orm import Mapped, deferred, mapped_column, relationship
 from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
-RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "unfinished", "interrupted")
+RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "unfinished", "interrupted", "refused")
 ACTIVE_STATUSES = ("queued", "running")
 ACTIVE_CONDITION = "status IN ('queued', 'running')"
 ONE_ACTIVE_RUN = "uq_runs_one_active_per_conversation"
@@ -74,7 +74,7 @@ class Message(db.Model):
 
 
 class Run(db.Model):
-    """One turn of an agent: queued, running, then succeeded, failed, cancelled, unfinished or interrupted."""
+    """One turn of an agent: queued, running, then succeeded, failed, cancelled, unfinished, interrupted or refused."""
 
     __tablename__ = "runs"
     __table_args__ = (

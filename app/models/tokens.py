@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from sqlalchemy import ForeignKey, String
@@ -11,6 +12,9 @@ from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 TOKEN_SCOPES = ("read", "chat")
+# A token is this prefix and 43 URL-safe characters (256 random bits); the output guardrails know the form.
+TOKEN_PREFIX = "sdk_"
+TOKEN_FORM = re.compile(r"(?<![A-Za-z0-9_-])sdk_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")
 
 
 class ApiToken(db.Model):

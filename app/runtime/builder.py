@@ -16,6 +16,7 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from app.models import Agent, User
 from app.runtime.deferred import standing_approvals
+from app.runtime.guardrails import OutputGuardrail
 from app.runtime.profiles import profile_for
 from app.runtime.prompts import clock_variables, render
 from app.runtime.providers import ModelSpec, build_model
@@ -68,6 +69,8 @@ class BuiltAgent:
     capabilities: list[Any] = field(default_factory=list)
     # Each of the agent's skills with its validated Config and what its build returned, for the turn hooks.
     skills: list[tuple[Skill, Any, list[Any]]] = field(default_factory=list)
+    # The output rules of the run (the user's secrets, the agent's instructions as rendered).
+    guardrail: OutputGuardrail | None = None
 
 
 def render_instructions(template: str, person: Person, agent_name: str, now: datetime | None = None) -> str:
@@ -106,9 +109,11 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
 
     `announce` stores a run event (the run's `EventWriter.emit`): skills tell the page through it.
     """
+    instructions = render_instructions(spec.instructions, person, spec.name)
+    guardrail = OutputGuardrail(person.id, instructions)
     context = SkillContext(app=app, user_id=person.id, agent_id=spec.id, conversation_id=conversation_id,
                            run_id=run_id, role=person.role, user_name=person.name, extras=dict(extras or {}),
-                           announce=announce)
+                           announce=announce, check_output=guardrail.problem)
     skills = app.extensions["skills"]
     capabilities: list[Any] = [ToolErrorsAsResults(), standing_approvals(
         app, conversation_id, run_id, spec.id, spec.name, person.id, person.email)]
@@ -127,11 +132,12 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
     agent = PydanticAgent(
         build_model(spec.model),
         name=spec.name,
-        instructions=render_instructions(spec.instructions, person, spec.name) or None,
+        instructions=instructions or None,
         model_settings=profile.settings("orchestration"),
         capabilities=capabilities,
         toolsets=toolsets,
         # A run that waits for a person (approval, plan, question) ends with the calls it deferred.
         output_type=profile.output_type("orchestration"),
     )
-    return BuiltAgent(agent=agent, context=context, capabilities=capabilities, skills=built_skills)
+    return BuiltAgent(agent=agent, context=context, capabilities=capabilities, skills=built_skills,
+                      guardrail=guardrail)

@@ -20,6 +20,7 @@ from app.runtime.offline import OFFLINE_PATTERNS
 from app.runtime.outcome import step_result
 from app.runtime.prompts import clock_variables, render, render_prompt, template_error
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
+from app.runtime.services import Invalid, Refused, register_service
 from app.runtime.skill import (
     GROUP_KEY,
     MUTATES_KEY,
@@ -44,6 +45,8 @@ __all__ = [
     "HEADER", "NOTICE",
     # What a mutation did, bounded and value-free (action memory, answer checks): a module; a tool step's state
     "evidence", "step_result",
+    # Services areas offer skills (SkillContext.service), and the two errors they raise
+    "register_service", "Invalid", "Refused",
     # Calls that wait for a person
     "ASKS_USER", "CARD_KEY",
     # Sandboxed prompt templates

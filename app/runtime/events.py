@@ -28,6 +28,8 @@ END = "end"
 # chat's header (the agent after a hand-over). app/chat/stream.py renders them as out-of-band fragments.
 NOTICE = "notice"
 HEADER = "header"
+# The model is writing the answer, whose text is held until it is checked (no data, once per run).
+WRITING = "writing"
 # How long a listener sleeps before it looks at the database anyway: every second when only this
 # process can wake it, rarely when wake-ups cross processes (a lost message then costs this long).
 RECHECK_SECONDS = 1.0
@@ -142,8 +144,9 @@ def events_after(run_id: str, seq: int) -> list[RunEvent]:
 class EventWriter:
     """Stores a run's events in order. Text deltas are coalesced for a few milliseconds.
 
-    A delta is never held longer than that: when the model pauses after it, a timer on the runtime
-    loop stores it, so the first words of a slow answer show at once.
+    A delta is never held longer than that (a timer on the runtime loop stores it when the model
+    pauses), unless the writer holds its text: a chat run does (`hold_text`), so that its answer is
+    stored with the end event, once the output guardrails have checked it.
     """
 
     def __init__(self, app: Flask, run_id: str, start_seq: int = 0) -> None:
@@ -153,6 +156,7 @@ class EventWriter:
         self._text: list[str] = []
         # Held text is stored only with the end event: the answer is shown once it is checked.
         self.holding = False
+        self._told_writing = False
         self._last_flush = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
         self._wakeups: wakeups.Wakeups = app.extensions["wakeups"]
@@ -174,6 +178,12 @@ class EventWriter:
     def hold_text(self) -> None:
         """Keep the text back until the end event (tool steps still go out at once)."""
         self.holding = True
+
+    def writing(self) -> None:
+        """While the text is held, tell listeners once that the answer is being written (a WRITING event)."""
+        if self.holding and not self._told_writing:
+            self._told_writing = True
+            self.emit(WRITING, {})
 
     def emit(self, type_: str, data: dict[str, Any]) -> None:
         """Store an event, after the text not yet stored, in one commit."""

@@ -39,7 +39,15 @@ from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.history import load_history
 from app.runtime.model_choice import model_spec_for
-from app.runtime.outcome import Outcome, answer_meta, count_usage, review_output, translate, usage_from_messages
+from app.runtime.outcome import (
+    Outcome,
+    answer_meta,
+    count_usage,
+    guard_output,
+    review_output,
+    translate,
+    usage_from_messages,
+)
 from app.runtime.providers import ModelUnavailable
 from app.runtime.skill import TurnEnd
 from app.runtime.titles import generate_title
@@ -187,6 +195,8 @@ async def execute(app: Flask, turn: Turn) -> str:
     """Run one prepared turn to its end and store the outcome; returns the final status."""
     run_id = turn.run_id
     writer = run_events.EventWriter(app, run_id)
+    # Every answer is held until the output guardrails have checked it (tool steps still go out at once).
+    writer.hold_text()
     outcome = Outcome()
     if turn.agent is None:
         outcome.status, outcome.error = "failed", "The agent of this conversation no longer exists."
@@ -211,12 +221,10 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
             try:
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
                                     turn.extras, announce=writer.emit)
-                outcome.skills = built.skills
+                outcome.skills, outcome.guardrail = built.skills, built.guardrail
                 # Skills that check the complete answer before anyone sees it (`review_answer`, e.g. UI proposals).
                 outcome.reviewers = [(skill, config, items) for skill, config, items in built.skills
                                      if skill.review_answer is not None and items]
-                if outcome.reviewers:
-                    writer.hold_text()
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
                     turn.prompt if turn.prompt or turn.deferred is None else None,
@@ -287,6 +295,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     Returns whether the conversation still needs a title.
     """
     usage_from_messages(outcome, len(turn.history))
+    refused = guard_output(outcome, writer, len(turn.history))
     # Dumped whole: pydantic-ai may add parts to messages of the history it was given.
     context = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
     # One statement touches the conversation and tells whether it is still there, undeleted.
@@ -304,9 +313,11 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         outcome.text, outcome.steps, outcome.error = [], {}, None
         writer.discard_text()
         db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
-    if kept:
+    if kept and not refused:
         review_output(outcome, writer)
         answer_meta(outcome)
+        if outcome.reviewers:  # a reviewer's text is the answer now: it is checked too
+            refused = guard_output(outcome, writer, len(turn.history))
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error

@@ -22,6 +22,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.tools import DeferredToolRequests
 
 from app.runtime.events import EventWriter
+from app.runtime.guardrails import REFUSAL, OutputGuardrail, refused_context
 
 STEP_RESULT_CHARS = 4_000
 
@@ -43,6 +44,8 @@ class Outcome:
     reviewers: list[tuple[Any, Any, list[Any]]] = field(default_factory=list)
     # The calls the run ended on because they wait for a person (approval, plan, question).
     waiting: DeferredToolRequests | None = None
+    # The run's output rules (app/runtime/guardrails.py); None when no agent was built.
+    guardrail: OutputGuardrail | None = None
 
 
 def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
@@ -53,6 +56,7 @@ def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
             writer.text("\n\n")
         outcome.text.append(event.part.content)
         writer.text(event.part.content)
+        writer.writing()
     elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
         outcome.text.append(event.delta.content_delta)
         writer.text(event.delta.content_delta)
@@ -83,6 +87,23 @@ def review_output(outcome: Outcome, writer: EventWriter) -> None:
         writer.discard_text()
         writer.text(text)  # lands with the end event, in the transaction of the message
     outcome.text = [text]
+
+
+def guard_output(outcome: Outcome, writer: EventWriter, start: int) -> bool:
+    """Refuse the answer when it breaks an output rule; return whether it was refused (app context).
+
+    A refused answer becomes REFUSAL in the message, the stream and the model context (the run's
+    responses from `start` on); the status is `refused`, with no error, no rule and no waiting calls.
+    """
+    if outcome.guardrail is None or outcome.guardrail.broken_rule("".join(outcome.text)) is None:
+        return False
+    outcome.status, outcome.error, outcome.waiting, outcome.reviewers = "refused", None, None, []
+    outcome.text, outcome.meta = [REFUSAL], {}
+    if outcome.messages:
+        outcome.messages = refused_context(outcome.messages, start, outcome.guardrail)
+    writer.discard_text()
+    writer.text(REFUSAL)  # the answer is held, so this lands with the end event
+    return True
 
 
 def answer_meta(outcome: Outcome) -> None:

@@ -18,6 +18,8 @@ from pydantic import BaseModel
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset, PrefixedToolset, WrapperToolset
 
+from app.runtime.services import service_of
+
 if TYPE_CHECKING:
     from app.models import Agent, Conversation, Message, ModelConfig
 
@@ -47,11 +49,19 @@ class SkillContext:
     # group of each tool known before the run (a tool's `group` metadata overrides it).
     tool_groups: dict[str, ToolGroup] = field(default_factory=dict)
     group_of_tool: dict[str, str] = field(default_factory=dict)
+    # The run's output guardrails (app/runtime/guardrails.py): `check_output(text)` names the rule the text
+    # breaks and what it asks, or returns None. Needs an app context (`with ctx.app_context():` in a tool).
+    # None outside a run.
+    check_output: Callable[[str], str | None] | None = None
 
     def tell_page(self, type_: str, data: dict[str, Any]) -> None:
         """Show a change this tool made (a notice, the header) on the chat page now, through the run's stream."""
         if self.announce is not None:
             self.announce(type_, data)
+
+    def service(self, name: str) -> Any:
+        """Return the service an area registered for skills as `name` (app/runtime/services.py)."""
+        return service_of(self.app, name)
 
     @contextmanager
     def app_context(self) -> Iterator[None]:
@@ -126,11 +136,11 @@ class Skill:
     # the place to queue follow-up jobs. Its failures are logged, never the turn's.
     after_turn: Callable[[Any, TurnEnd], None] | None = None
     # `review_answer(config, built, text)` checks the run's complete answer before anyone sees it and returns
-    # (the text to store, what the message's metadata keeps). While a skill that built something for the
-    # run has this hook, the answer is held back and shown once checked.
+    # (the text to store, what the message's metadata keeps). Every answer is held back until the output
+    # guardrails (app/runtime/guardrails.py) have checked it, after this hook, and shown once checked.
     review_answer: Callable[[Any, list[Built], str], tuple[str, dict[str, Any]]] | None = None
     # `answer_meta(config, built)` returns what the answer's metadata keeps for this skill (e.g. the
-    # action memory's ledger), without holding the answer back. Called as the turn is stored.
+    # action memory's ledger). Called as the turn is stored, unless the answer was refused.
     answer_meta: Callable[[Any, list[Built]], dict[str, Any]] | None = None
     # The tool groups the skill's tools belong to (the first is the default of its tools).
     tool_groups: tuple[ToolGroup, ...] = ()

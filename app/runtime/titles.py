@@ -2,7 +2,8 @@
 
 Every path follows the same rules: plain text (no markup), at most 40 characters cut at a word
 boundary, no ending punctuation. A chat whose first turn brought no answer (it failed, was stopped,
-or ended on a card) is titled from its question without asking a model.
+was refused, or ended on a card) is titled from its question without asking a model, and so is one
+whose generated title the output guardrails refuse.
 
 The log records the conversation id, whether the title was generated and its length, never its text.
 """
@@ -20,6 +21,7 @@ from pydantic_ai.exceptions import AgentRunError, UserError
 from app.extensions import db, jobs
 from app.models import Agent, Conversation, Message
 from app.runtime import loop
+from app.runtime.guardrails import OutputGuardrail
 from app.runtime.model_choice import model_spec_for
 from app.runtime.plain_text import TRAILING, first_words, plain_text
 from app.runtime.providers import ModelUnavailable, build_model
@@ -88,7 +90,7 @@ def generate_title(conversation_id: int) -> str | None:
         return None
     agent = db.session.get(Agent, conversation.agent_id) if conversation.agent_id else None
     title, generated = fallback_title(question), False
-    # Without an answer (the turn failed, was stopped or ended on a card) the question's words are the title.
+    # Without an answer (the turn failed, was stopped or refused, or ended on a card) the question is the title.
     answered = first_answer is not None and (first_answer.meta or {}).get("status") == "succeeded" \
         and bool(first_answer.content.strip())
     if answered:
@@ -96,9 +98,11 @@ def generate_title(conversation_id: int) -> str | None:
             spec = model_spec_for(agent) if agent else None
             if spec is None:
                 raise ModelUnavailable("no agent")
-            title = loop.run(ask_title_model(spec, question, first_answer.content),
+            asked = loop.run(ask_title_model(spec, question, first_answer.content),
                              timeout=current_app.config.get("TITLE_TIMEOUT_SECONDS", 60))
-            generated = True
+            # A title the output guardrails refuse is never written (five words hold no instructions to leak).
+            if OutputGuardrail(conversation.user_id, "").broken_rule(asked) is None:
+                title, generated = asked, True
         except (AgentRunError, UserError, ModelUnavailable, TimeoutError, ValueError) as error:
             log.info("title of conversation %s falls back: %s", conversation_id, type(error).__name__)
     # Written only while still empty: a title given at creation or by a rename is never overwritten.

@@ -9,7 +9,7 @@ when the answer
   (action memory), a reused resource or an explicit no-op never supports a new change claim; a partial
   result supports an answer that says what is unfinished.
 When the retries run out the answer says it is unfinished; the turn's tool results stay in its steps.
-The claim patterns are those of app/assistance/claims.py (English and Italian). While on, the answer is
+The claim patterns are those of app/policy/claims.py (English and Italian). While on, the answer is
 held back and shown once checked.
 """
 
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic_ai import ModelRetry
 from pydantic_ai.capabilities import AbstractCapability
 
-from app.assistance.claims import claims_change, claims_mode_limit, hands_off, prints_tool_call, says_unfinished
+from app.policy.claims import claims_change, claims_mode_limit, hands_off, prints_tool_call, says_unfinished
 from app.runtime.contract import Skill, SkillContext, evidence, step_result
 
 RETRY = {

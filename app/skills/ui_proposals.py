@@ -2,9 +2,10 @@
 
 The tools are offered only when the message's page declared a target of their kind
 (`context.page.proposable`). A proposal is never applied on the server: it is stored in the
-answer's metadata (`proposals`) and the client applies it when the user accepts. While this skill
-is on, the answer is shown once it is checked: an answer that claims a proposal was applied is
-replaced by a plain statement that it waits for the user.
+answer's metadata (`proposals`) and the client applies it when the user accepts. The answer is
+shown once it is checked: an answer that claims a proposal was applied is replaced by a plain
+statement that it waits for the user. A reason that breaks an output guardrail is sent back to the
+model (ModelRetry naming the rule).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.assistance.proposals import ProposalCollector, ProposalRejected, review_answer
+from app.policy.proposals import ProposalCollector, ProposalRejected, review_answer
 from app.runtime.contract import Skill, SkillContext
 
 INSTRUCTIONS = (
@@ -80,8 +81,15 @@ class UiProposals(AbstractCapability[Any]):
 def build(config: Config, ctx: SkillContext) -> UiProposals | None:
     declared = [entry for entry in ctx.extras.get("proposable") or [] if isinstance(entry, dict)]
     if not declared:
-        return None  # the page declared nothing: no tools, and the answer streams as usual
-    return UiProposals(ProposalCollector(declared), locale=ctx.extras.get("locale"), declared=declared)
+        return None  # the page declared nothing: no tools
+    def check_output(text: str) -> str | None:
+        if ctx.check_output is None:
+            return None
+        with ctx.app_context():  # the check reads the user's saved credentials
+            return ctx.check_output(text)
+
+    return UiProposals(ProposalCollector(declared, check_output), locale=ctx.extras.get("locale"),
+                       declared=declared)
 
 
 def check_answer(config: Config, built: list[Any], text: str) -> tuple[str, dict[str, Any]]:

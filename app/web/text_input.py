@@ -3,7 +3,12 @@
 PostgreSQL cannot store NUL in text (the insert fails, and the transaction with it), and no person
 types the other C0/C1 control characters; SQLite stored them silently. Tab, newline and carriage
 return are text. One check on every request, so no form, view or JSON endpoint can forget it: the
-query string, every form field (name and value) and every string of a JSON body (keys included).
+query string, every form field (name and value), every uploaded file's name and every string of a
+JSON body (keys included).
+
+The same walk refuses (400) a JSON body nested deeper than MAX_JSON_DEPTH: Python's json module
+parses and serializes recursively, so a few thousand `[` raised RecursionError here, in the view,
+or wherever the body was dumped again (a 500).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from flask import Flask, abort, request
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """C0 and C1 control characters and DEL, except tab (09), newline (0A) and carriage return (0D)."""
+MAX_JSON_DEPTH = 64
+"""Arrays and objects nested in a JSON body, at most (a page context or a webhook needs a handful)."""
+TOO_DEEP = f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter body."
 
 
 def refuse_control_characters() -> None:
@@ -31,20 +39,32 @@ def refuse_control_characters() -> None:
 def _texts() -> Iterator[tuple[str, str]]:
     for source in (request.args, request.form):
         yield from source.items(multi=True)
+    for name, file in request.files.items(multi=True):  # a file's name becomes a title, a source
+        yield name, file.filename or ""
     if request.is_json:
-        yield from _json_strings("body", request.get_json(silent=True))
+        try:
+            body = request.get_json(silent=True)
+        except RecursionError:
+            abort(400, TOO_DEEP)
+        yield from _json_strings("body", body)
 
 
 def _json_strings(path: str, value: Any) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield path, str(key)
-            yield from _json_strings(f"{path}.{key}", item)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _json_strings(f"{path}[{index}]", item)
+    """Every string of a JSON value with its path, keys included, in document order; a loop, not recursion."""
+    stack: list[tuple[str, Any, int]] = [(path, value, 0)]
+    while stack:
+        where, item, depth = stack.pop()
+        if isinstance(item, str):
+            yield where, item
+            continue
+        if isinstance(item, dict | list) and depth >= MAX_JSON_DEPTH:
+            abort(400, TOO_DEEP)
+        if isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                stack.append((f"{where}.{key}", child, depth + 1))
+                stack.append((where, str(key), depth))  # the key, popped before its value
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{index}]", child, depth + 1) for index, child in reversed(list(enumerate(item))))
 
 
 def init_app(app: Flask) -> None:

@@ -1,21 +1,18 @@
-"""Who is acting: the user a run acts for, read again at each call, and the refusals."""
+"""Who is acting: the user a run acts for, read again at each call, and the refusals.
+
+`Refused` and `Invalid` are the runtime's errors for services offered to skills (app/runtime/services.py),
+so the Workspace tools skill can tell them apart without importing this area.
+"""
 
 from __future__ import annotations
 
 from app.extensions import db
 from app.models import DataTable, User
+from app.runtime.contract import Invalid, Refused
 from app.tables.permissions import allowed
 from app.tables.schema import get_table
 
 VERBS = {"read": "read", "insert": "add rows to", "update": "change rows of", "delete": "delete rows of"}
-
-
-class Refused(PermissionError):
-    """The acting user may not do this; the message says why and that nothing changed."""
-
-
-class Invalid(ValueError):
-    """A request the model can correct; the message says how."""
 
 
 def acting_user(user_id: int | None) -> User | None:

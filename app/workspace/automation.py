@@ -7,6 +7,7 @@ existing one and is reported.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import current_app
@@ -15,13 +16,54 @@ from werkzeug.datastructures import MultiDict
 from app.agents import editor
 from app.extensions import db
 from app.models import Agent, DataTable, Trigger, User
+from app.runtime.contract import Invalid
 from app.triggers.editing import check_form, save_trigger, trigger_form
-from app.workspace.access import Invalid, require_admin
+from app.workspace.access import require_admin
 from app.workspace.reuse import differences, reused
 
 AGENT_CHANGES = ("name", "description", "instructions", "roles", "max_requests", "skills")
 TRIGGER_CHANGES = ("name", "kind", "active", "table", "events", "cron", "agent", "run_as", "prompt",
                    "write_back_field")
+
+
+def _to_update(user_id: int | None, model: type[Agent] | type[Trigger], name: str, given: str,
+               changes: dict[str, Any], supported: tuple[str, ...], whose: str) -> Any:
+    """Return the agent or trigger `name` for an update, once the admin and the changes' names pass (as the pages).
+
+    `given` is the name as the model wrote it; `whose` says whose changes they are ("an agent's").
+    """
+    kind = model.__name__.lower()
+    require_admin(user_id, f"change {kind}s")
+    unknown = sorted(set(changes) - set(supported))
+    if unknown:
+        raise Invalid(f"Nothing was changed: {', '.join(unknown)} cannot be updated; "
+                      f"{whose} changes are {', '.join(supported)}.")
+    found = db.session.scalar(db.select(model).where(model.name == name))
+    if found is None:
+        raise Invalid(f"There is no {kind} {given!r}; call list_{kind}s for the names.")
+    return found
+
+
+def _reused_or_updated(existing: Agent | Trigger, current: dict[str, Any], requested: dict[str, Any],
+                       confirm: bool, summary: dict[str, Any], update: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Reuse the agent or trigger of the requested name, listing its differences; apply them only with `confirm`."""
+    diffs = differences(current, requested)
+    if not diffs or not confirm:
+        return reused(type(existing).__name__.lower(), existing.name, existing.id, diffs, summary)
+    return update()
+
+
+def _created(kind: str, summary: dict[str, Any]) -> dict[str, Any]:
+    return {"changed": True, "created": True, **summary,
+            "summary": f"Created the {kind} {summary['name']} (id {summary['id']})."}
+
+
+def _updated(applied: list[str], kept: dict[str, str], summary: dict[str, Any]) -> dict[str, Any]:
+    """Say what an update applied, and which values it kept and why."""
+    result = {"changed": bool(applied), "applied": applied, **summary}
+    if kept:
+        result["not_applied"] = {key: f"kept the existing value: {why}" for key, why in kept.items()}
+    return result
 
 
 def _agent_summary(agent: Agent) -> dict[str, Any]:
@@ -43,8 +85,8 @@ def _agent_values(agent: Agent) -> dict[str, Any]:
 
 
 def _errors(form: editor.AgentForm) -> str:
-    listed = [f"{k}: {v}" for k, v in form.errors.items()]
-    listed += [f"skill {i + 1} {k}: {v}" for i, errs in form.skill_errors.items() for k, v in errs.items()]
+    listed = [f"{k}: {v}" for k, v in form.error_map().items()]
+    listed += [f"skill {i + 1} {k}: {v}" for i, errs in form.skill_errors().items() for k, v in errs.items()]
     return "; ".join(listed)
 
 
@@ -56,14 +98,12 @@ def create_agent(user_id: int | None, name: str, instructions: str = "", descrip
     name = " ".join(name.split())
     existing = db.session.scalar(db.select(Agent).where(Agent.name == name))
     if existing is not None:
-        requested = {"instructions": instructions or None, "description": description or None,
-                     "roles": roles, "skills": [s.get("name") for s in skills] if skills is not None else None}
-        diffs = differences({**_agent_values(existing), "skills": _agent_summary(existing)["skills"]}, requested)
-        if not diffs or not confirm:
-            return reused("agent", name, existing.id, diffs, _agent_summary(existing))
-        changes = {k: v for k, v in {"instructions": instructions or None, "description": description or None,
-                                     "roles": roles, "skills": skills}.items() if v is not None}
-        return update_agent(user_id, existing.name, changes)
+        asked = {"instructions": instructions or None, "description": description or None, "roles": roles}
+        requested = {**asked, "skills": [s.get("name") for s in skills] if skills is not None else None}
+        changes = {k: v for k, v in {**asked, "skills": skills}.items() if v is not None}
+        summary = _agent_summary(existing)
+        return _reused_or_updated(existing, {**_agent_values(existing), "skills": summary["skills"]}, requested,
+                                  confirm, summary, lambda: update_agent(user_id, existing.name, changes))
     values = {"name": name, "instructions": instructions, "description": description,
               "roles": roles or ["admin", "user"]}
     form = editor.form_of(values, skills or [], current_app.extensions["skills"], None)
@@ -73,30 +113,22 @@ def create_agent(user_id: int | None, name: str, instructions: str = "", descrip
     db.session.add(agent)
     editor.save(agent, form)
     db.session.commit()
-    return {"changed": True, "created": True, **_agent_summary(agent),
-            "summary": f"Created the agent {agent.name} (id {agent.id})."}
+    return _created("agent", _agent_summary(agent))
 
 
 def update_agent(user_id: int | None, name: str, changes: dict[str, Any]) -> dict[str, Any]:
     """Change an agent's settings or its skills list ([{name, config}]); invalid values keep the existing ones."""
-    require_admin(user_id, "change agents")
-    unknown = sorted(set(changes) - set(AGENT_CHANGES))
-    if unknown:
-        raise Invalid(f"Nothing was changed: {', '.join(unknown)} cannot be updated; "
-                      f"an agent's changes are {', '.join(AGENT_CHANGES)}.")
-    agent = db.session.scalar(db.select(Agent).where(Agent.name == " ".join(name.split())))
-    if agent is None:
-        raise Invalid(f"There is no agent {name!r}; call list_agents for the names.")
+    agent = _to_update(user_id, Agent, " ".join(name.split()), name, changes, AGENT_CHANGES, "an agent's")
     registry = current_app.extensions["skills"]
     values = {**_agent_values(agent), **{k: v for k, v in changes.items() if k != "skills"}}
     skills = changes.get("skills", [dict(s) for s in agent.skills or []])
     form = editor.form_of(values, skills, registry, agent.id)
     kept: dict[str, str] = {}
     if not form.valid:
-        for key in list(form.errors):  # keep the existing value of each setting that does not validate
-            kept[key] = form.errors[key]
+        for key, why in form.error_map().items():  # keep the existing value of each setting that does not validate
+            kept[key] = why
             values[key] = _agent_values(agent).get(key, values.get(key))
-        if any(form.skill_errors.values()) or "skills" in kept:
+        if form.skill_errors() or "skills" in kept:
             kept["skills"] = _errors(form)
             skills = [dict(s) for s in agent.skills or []]
         form = editor.form_of(values, skills, registry, agent.id)
@@ -104,10 +136,7 @@ def update_agent(user_id: int | None, name: str, changes: dict[str, Any]) -> dic
     if applied and form.valid:
         editor.save(agent, form)
         db.session.commit()
-    result = {"changed": bool(applied), "applied": applied, **_agent_summary(agent)}
-    if kept:
-        result["not_applied"] = {key: f"kept the existing value: {why}" for key, why in kept.items()}
-    return result
+    return _updated(applied, kept, _agent_summary(agent))
 
 
 def _trigger_summary(trigger: Trigger) -> dict[str, Any]:
@@ -164,10 +193,9 @@ def create_trigger(user_id: int | None, values: dict[str, Any], confirm: bool = 
                       f"its settings are {', '.join(TRIGGER_CHANGES)}.")
     existing = db.session.scalar(db.select(Trigger).where(Trigger.name == str(values.get("name", "")).strip()))
     if existing is not None:
-        diffs = differences(_trigger_values(existing), {k: v for k, v in values.items() if k != "name"})
-        if not diffs or not confirm:
-            return reused("trigger", existing.name, existing.id, diffs, _trigger_summary(existing))
-        return update_trigger(user_id, existing.name, {k: v for k, v in values.items() if k != "name"})
+        changes = {k: v for k, v in values.items() if k != "name"}
+        return _reused_or_updated(existing, _trigger_values(existing), changes, confirm, _trigger_summary(existing),
+                                  lambda: update_trigger(user_id, existing.name, changes))
     form = trigger_form(formdata=_formdata(values), csrf=False)
     if not check_form(form):
         raise Invalid(f"Nothing was created: {_form_errors(form)}.")
@@ -175,20 +203,12 @@ def create_trigger(user_id: int | None, values: dict[str, Any], confirm: bool = 
     save_trigger(form, trigger)
     db.session.add(trigger)
     db.session.commit()
-    return {"changed": True, "created": True, **_trigger_summary(trigger),
-            "summary": f"Created the trigger {trigger.name} (id {trigger.id})."}
+    return _created("trigger", _trigger_summary(trigger))
 
 
 def update_trigger(user_id: int | None, name: str, changes: dict[str, Any]) -> dict[str, Any]:
     """Change a trigger's settings; unsupported properties refuse the update, invalid values keep the existing."""
-    require_admin(user_id, "change triggers")
-    unknown = sorted(set(changes) - set(TRIGGER_CHANGES))
-    if unknown:
-        raise Invalid(f"Nothing was changed: {', '.join(unknown)} cannot be updated; "
-                      f"a trigger's changes are {', '.join(TRIGGER_CHANGES)}.")
-    trigger = db.session.scalar(db.select(Trigger).where(Trigger.name == name.strip()))
-    if trigger is None:
-        raise Invalid(f"There is no trigger {name!r}; call list_triggers for the names.")
+    trigger = _to_update(user_id, Trigger, name.strip(), name, changes, TRIGGER_CHANGES, "a trigger's")
     current = _trigger_values(trigger)
     values = {**current, **changes}
     form = trigger_form(formdata=_formdata(values), csrf=False)
@@ -203,7 +223,4 @@ def update_trigger(user_id: int | None, name: str, changes: dict[str, Any]) -> d
     if applied:
         save_trigger(form, trigger)
         db.session.commit()
-    result = {"changed": bool(applied), "applied": applied, **_trigger_summary(trigger)}
-    if kept:
-        result["not_applied"] = {key: f"kept the existing value: {why}" for key, why in kept.items()}
-    return result
+    return _updated(applied, kept, _trigger_summary(trigger))

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.runtime.contract import Invalid
 from app.tables.markdown import markdown_table
 from app.tables.records import delete_row, get_row, insert_row, page_of_rows, select_rows, update_row, validate
-from app.workspace.access import Invalid, table_for
+from app.workspace.access import table_for
 
 BATCH = 20
 

@@ -6,22 +6,16 @@ from typing import Any
 
 from app.extensions import db
 from app.models import DataTable
-from app.runtime.offline import OFFLINE_PATTERNS
+from app.runtime.contract import Invalid
 from app.tables.fields import KINDS, slugify
 from app.tables.markdown import describe_fields
 from app.tables.permissions import readable_tables
 from app.tables.records import insert_row, validate
 from app.tables.schema import SchemaError, add_field, change_field, create_table, get_table
 from app.tables.settings import apply_settings
-from app.workspace.access import Invalid, require_admin, role_of, table_for
+from app.workspace.access import require_admin, role_of, table_for
 from app.workspace.reuse import NO_SAMPLE_DATA, differences, reused, sample_data_authorized
 
-# How the offline model reads a plain request ("create a table Contacts with name and email"): tool metadata.
-OFFLINE_CREATE_TABLE = {OFFLINE_PATTERNS: (
-    r"\b(?:create|make|add|build)\s+(?:me\s+)?(?:a|an|the)?\s*(?:new\s+)?table\s+(?:called\s+|named\s+)?"
-    r"[\"“']?(?P<label>[\w][\w ]*?)[\"”']?(?:\s+with\s+(?:the\s+)?(?:fields\s+)?(?P<fields>[^.?!]+?))?"
-    r"(?:\s+fields)?\s*[.?!]?$",
-)}
 TABLE_CHANGES = ("label", "description", "permissions", "add_fields", "change_fields")
 FIELD_CHANGES = ("name", "label", "required", "choices")
 NO_TABLE = ("No table you can read matches {search!r}. Create nothing yet: ask the user (ask_user_question) "

@@ -1,14 +1,24 @@
-"""POST /api/agent: the same turn as the base transport, as AG-UI events parsed with ag-ui-protocol's models."""
+"""POST /api/agent: the same turn as the base transport, as AG-UI events parsed with ag-ui-protocol's models.
+
+A plain answer, a tool call, a failure, a refusal and an interrupt, each checked against the order rules.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
 import pytest
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter
 
-from app.assistance.proposals import PENDING
+from app.extensions import db
+from app.guards.credentials import save_credential
+from app.models import Conversation, Run
+from app.policy.proposals import PENDING
+from app.runtime import capacity
+from app.runtime.guardrails import REFUSAL
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted
 from tests.tables.factory import make_table
@@ -117,6 +127,24 @@ def test_a_proposal_ends_the_run_with_an_interrupt_and_the_checked_answer(app, c
     assert finished.outcome.interrupts[0].reason == "proposal"
 
 
+def test_a_refusal_sends_the_stored_generic_message_then_run_error(app, client, auth, thread):
+    secret = "ghp_7Hq2ZpL0vXw9Ks3Rt"
+    conversation_id = thread(Script(f"Your token is {secret}."))
+    with app.app_context():
+        user_id = db.session.get(Conversation, conversation_id).user_id
+        save_credential(user_id, "github", secret)
+        db.session.commit()
+    response = stream(client, {"threadId": conversation_id, "message": "My token?"})
+    events = parse(response)
+    check_order(events)
+    assert [e.type.value for e in events] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
+                                              "TEXT_MESSAGE_END", "RUN_ERROR"]
+    assert events[2].delta == REFUSAL and events[-1].code == "REFUSED"
+    assert secret not in response.get_data(as_text=True)
+    stored = client.get(f"/api/conversations/{conversation_id}/messages").json["data"][-1]
+    assert stored["content"] == REFUSAL and stored["metadata"] == {"status": "refused"}  # the code is not stored
+
+
 @pytest.mark.parametrize(("body", "status"), [
     ({"threadId": 999999, "message": "Hi"}, 404),
     ({"threadId": "x", "message": "Hi"}, 422),
@@ -158,3 +186,47 @@ def test_someone_elses_run_cannot_be_resumed(client, auth, thread):
     auth.logout()
     auth.login_as("user")
     assert client.get(f"/api/agent/{run_id}").status_code == 404
+
+
+def test_ag_ui_streams_take_the_processs_stream_slots(app, client, thread):
+    """Each AG-UI stream holds a request thread like the chat's SSE stream, so it counts against
+    MAX_STREAMS; without a slot, a script opening resumes in a loop could take every thread."""
+    conversation_id = thread(Script("Hi"))
+    run_id = parse(stream(client, {"threadId": conversation_id, "message": "Hi"}))[0].run_id
+    app.config["MAX_STREAMS"] = capacity.streams() + 1
+    held = client.get(f"/api/agent/{run_id}")  # open, not read yet: it holds the last slot
+    refused = client.get(f"/api/agent/{run_id}")
+    assert refused.status_code == 503 and refused.json["code"] == "SERVICE_UNAVAILABLE"
+    assert refused.headers["Retry-After"] == "5"
+    sent = stream(client, {"threadId": conversation_id, "message": "Again"})
+    assert sent.status_code == 503 and "not sent" in sent.json["message"]
+    messages = client.get(f"/api/conversations/{conversation_id}/messages").json["data"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["Hi"]  # nothing stored for it
+    held.get_data()
+    held.close()
+    assert client.get(f"/api/agent/{run_id}").status_code == 200
+
+
+def test_the_stream_starts_before_the_run_ends(app, client, auth, scripted_model):
+    """The events reach the client as the run goes: spectree's wrapper read the whole streamed body
+    (get_data) to rebuild the answer, so nothing left before the run had ended."""
+    answer_now = threading.Event()
+
+    async def slow(messages, info):
+        await asyncio.get_running_loop().run_in_executor(None, answer_now.wait, 30)
+        yield "Done."
+
+    auth.login_as("user")
+    with app.app_context():
+        agent_id = make_agent(model_config_id=scripted_model(stream_function=slow)).id
+    conversation_id = client.post("/api/conversations", data=json.dumps({"agentId": agent_id}),
+                                  content_type="application/json").json["data"]["id"]
+    response = stream(client, {"threadId": conversation_id, "message": "Hi"})
+    first = next(iter(response.response)).decode()  # the first event, read while the model still thinks
+    with app.app_context():
+        status = db.session.scalar(db.select(Run.status).where(Run.conversation_id == conversation_id))
+    answer_now.set()
+    rest = response.get_data(as_text=True)
+    response.close()
+    assert first.startswith("id: 0\nevent: RUN_STARTED") and status == "running"
+    assert "Done." in rest

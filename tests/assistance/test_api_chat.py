@@ -7,9 +7,9 @@ import json
 import pytest
 
 from app.api.tokens import create_token
-from app.assistance.proposals import PENDING
 from app.extensions import db
 from app.models import Conversation, User
+from app.policy.proposals import PENDING
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted
 from tests.tables.factory import make_table
@@ -50,7 +50,12 @@ def test_create_list_show_and_delete_conversations(app, client, auth, agent_with
 
 @pytest.mark.parametrize(("body", "fields"), [
     ({}, {"agentId": "Field required"}),
-    ({"agentId": "x"}, {"agentId": "Input should be a valid integer, unable to parse string as an integer"}),
+    ({"agentId": "x"}, {"agentId": "Input should be a valid integer"}),
+    # JSON has types: a string, a boolean or a float is not an id (they were read as 1)
+    ({"agentId": "1"}, {"agentId": "Input should be a valid integer"}),
+    ({"agentId": True}, {"agentId": "Input should be a valid integer"}),
+    ({"agentId": 1.0}, {"agentId": "Input should be a valid integer"}),
+    ({"agentId": 1, "title": 7}, {"title": "Input should be a valid string"}),
     ({"agentId": 1, "tools": []}, {"tools": "Extra inputs are not permitted"}),
     ({"agentId": 999999}, {"agentId": "unknown"}),
 ])
@@ -58,6 +63,22 @@ def test_a_bad_new_conversation_is_422_naming_the_field(client, auth, body, fiel
     auth.login_as("user")
     response = post(client, "/api/conversations", body)
     assert response.status_code == 422 and response.json["fields"] == fields
+
+
+@pytest.mark.parametrize(("title", "stored"), [("  Plans \n for   May ", "Plans for May"), ("   ", None)])
+def test_a_new_conversations_title_is_one_line_and_a_blank_one_is_none(client, auth, agent_with, title, stored):
+    """As the chat's rename does: whitespace runs become one space, and a blank title waits for a generated one."""
+    auth.login_as("user")
+    created = post(client, "/api/conversations", {"agentId": agent_with(Script("Hi")), "title": title})
+    assert created.status_code == 201 and created.json["data"]["title"] == stored
+
+
+@pytest.mark.parametrize("body", [{"threadId": "1", "message": "Hi"}, {"threadId": True, "message": "Hi"},
+                                  {"threadId": 1, "message": 5}])
+def test_the_agui_body_has_json_types_too(client, auth, body):
+    auth.login_as("user")
+    response = post(client, "/api/agent", body)
+    assert response.status_code == 422 and response.json["code"] == "VALIDATION_FAILED"
 
 
 @pytest.mark.parametrize("query", ["page=0", "perPage=0", "perPage=101", "page=x"])

@@ -116,3 +116,28 @@ def test_a_bad_token_form_is_422_beside_the_field(client, auth, data, reason):
     auth.login_as("user")
     response = client.post("/account/tokens/", data=data)
     assert response.status_code == 422 and reason in response.text and 'class="error"' in response.text
+
+
+def test_a_token_signs_in_beside_a_session_cookie_without_a_user(app, client, auth):
+    """A client that once opened a page holds a session cookie with no user in it (only a CSRF token,
+    or what a sign-out left): Flask-Login's strong session protection threw that session away and
+    never asked the token, so every valid token answered 401."""
+    auth.login_as("user")
+    secret = new_secret(client, scope="chat")
+    script = app.test_client()
+    assert script.get("/login").status_code == 200  # the sign-in page writes its CSRF token to a session
+    assert script.get_cookie("session") is not None
+    assert script.get("/api/me/preferences", headers=bearer(secret)).json == {"data": {}}
+    assert patch_preferences(script, bearer(secret)).json == {"data": {"cli": {"a": 1}}}
+    client.post("/logout")  # the person's own browser, signed out, keeps its session cookie
+    assert client.get("/api/me/preferences", headers=bearer(secret)).status_code == 200
+
+
+def test_the_token_decides_when_a_signed_in_session_sends_one(app, client, auth):
+    """A Bearer header is the request's credential: its scope applies, and a bad one is a 401."""
+    auth.login_as("user")
+    secret = new_secret(client, scope="read")
+    refused = patch_preferences(client, bearer(secret))
+    assert refused.status_code == 403 and refused.json["code"] == "INSUFFICIENT_SCOPE"
+    assert client.get("/api/me/preferences", headers=bearer("sdk_" + "x" * 43)).status_code == 401
+    assert client.get("/api/me/preferences").status_code == 200  # the session alone still signs in

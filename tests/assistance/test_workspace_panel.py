@@ -73,3 +73,15 @@ def test_without_javascript_a_send_continues_in_the_chat_page(app, client, auth)
     assert response.status_code == 302 and "/chat/" in response.location
     conversation_id = int(response.location.rstrip("/").rsplit("/", 1)[-1])
     execution.wait(last_run_id(app, conversation_id))  # the run ends before the test's database goes
+
+
+def test_the_panels_answer_swaps_no_chat_title_into_a_page_without_one(app, client, auth):
+    """The answer's end event carried the chat page's title and sidebar item out of band (or a poll
+    for them): on a data or account page neither exists, and htmx logged an error for each."""
+    auth.login_as("user")
+    response = client.post("/assistant/", data={"text": "hello"}, headers={"HX-Request": "true"})
+    run_id = re.search(r'data-run="([^"]+)"', response.text).group(1)
+    execution.wait(run_id)
+    end = client.get(f"/runs/{run_id}/events").text.split("event: end\n", 1)[1]
+    assert "hx-swap-oob" not in end and "/title" not in end and 'id="chat-title"' not in end
+    assert "article" in end  # the answer itself

@@ -1,4 +1,5 @@
-"""Proposals in real Chromium: accept switches the list to cards and it persists; refuse changes nothing; the switch.
+"""Proposals in real Chromium: accept switches the list to cards and it persists; refuse changes nothing; the switch;
+and the same cards with JavaScript off.
 
 The table's assistant (a scripted model) proposes the cards layout and wrongly claims it applied it.
 """
@@ -6,6 +7,7 @@ The table's assistant (a scripted model) proposes the cards layout and wrongly c
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -14,6 +16,7 @@ from pydantic_ai.models.function import DeltaToolCall
 
 from app.assistance import gate
 from app.extensions import db
+from app.models import Conversation, Message
 from app.runtime import offline
 from app.tables.records import insert_row
 from app.tables.schema import get_table
@@ -91,3 +94,42 @@ def test_with_the_assistant_off_the_chat_and_the_api_answer_feature_disabled(pag
     assert answer.status == 403 and answer.json()["code"] == "FEATURE_DISABLED"
     capabilities = page.request.get(f"{live_server.url}/api/assistant/capabilities").json()
     assert capabilities["data"]["enabled"] is False
+
+
+def test_without_javascript_accept_is_a_form_and_refuse_is_not_offered(browser, app, live_server):
+    """The same cards with JavaScript off: Accept writes the preference (and opens a list's view); no Refuse."""
+    with app.app_context():
+        user = make_user("user", email="pat@example.org")
+        make_table(permissions={"read": ["user"], "insert": [], "update": [], "delete": []})
+        insert_row(get_table("orders"), {"customer": "Ada Lovelace"})
+        conversation = Conversation(user_id=user.id, agent_id=make_agent().id, title="Layout")
+        db.session.add(conversation)
+        db.session.flush()
+        cards = {"schemaVersion": 1, "current": "table", "proposed": "cards", "reason": "Cards fit a phone."}
+        db.session.add(Message(conversation_id=conversation.id, role="assistant", content="I suggest cards.",
+                               meta={"status": "succeeded", "proposals": [
+                                   {**cards, "id": "5f0c1c2e-8d2a-4a57-9a3e-2f4d6b1e0c11", "kind": "preference",
+                                    "target": {"namespace": "ui", "key": "defaultListLayout"}},
+                                   {**cards, "id": "5f0c1c2e-8d2a-4a57-9a3e-2f4d6b1e0c12", "kind": "view_state",
+                                    "target": {"resource": "data/orders", "view": "layout"}}]}))
+        db.session.commit()
+        chat = f"{live_server.url}/chat/{conversation.id}"
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    sign_in(page, live_server.url, "pat@example.org")
+    page.goto(chat)
+    view, preference = page.get_by_test_id("proposal").last, page.get_by_test_id("proposal").first
+    expect(preference.get_by_test_id("proposal-refuse")).to_be_hidden()
+    expect(preference).to_contain_text("Not accepting it changes nothing.")
+    view.get_by_test_id("proposal-accept").click()  # this page load only
+    expect(page).to_have_url(re.compile(r"/data/orders\?layout=cards$"))
+    expect(page.get_by_test_id("records")).to_have_attribute("data-layout", "cards")
+    page.goto(f"{live_server.url}/data/orders")
+    expect(page.get_by_test_id("records")).to_have_attribute("data-layout", "table")
+    page.goto(chat)
+    page.get_by_test_id("proposal").first.get_by_test_id("proposal-accept").click()
+    expect(page).to_have_url(re.compile(rf"/chat/{conversation.id}#proposal-"))
+    expect(page.locator("#alerts")).to_contain_text("Accepted: your preference ui.defaultListLayout is saved.")
+    page.goto(f"{live_server.url}/data/orders")
+    expect(page.get_by_test_id("records")).to_have_attribute("data-layout", "cards")
+    context.close()

@@ -33,13 +33,19 @@ CASES = [
     ({"tools": {"called": ["create_table"]}}, None, "create_table was not called"),
     ({"tools": {"not_called": ["delete_table"]}}, None, "delete_table was called"),
     ({"tools": {"max_calls": [{"tool": "*", "at_most": 2}]}}, None, "* was called 3 times"),
+    ({"tools": {"results": [{"tool": "search", "contains": "contacts GUIDE"}]}}, None, "search was not called"),
+    ({"tools": {"results": [{"tool": "*", "contains": ["guide"]}]}}, None,
+     "no result of * contains 'guide' (got: Deleting is not allowed | {\"changed\": false} |"),
+    ({"tools": {"results": [{"tool": "*", "not_contains": ["other"]}]}}, None,
+     "a result of * contains 'other': {\"reused\": true, \"note\": \"[2] other\"}"),
     ({}, {"max_requests": 2}, "3 model requests"),
     ({}, {"max_tool_errors": 0}, "1 failed tool steps"),
     ({}, {"max_seconds": 1}, "took 2.00 s"),
 ]
 
 BAD = CaseOutcome(answer="Sorry, I have created the table [1]. It is ready.", status="succeeded", requests=3,
-                  seconds=2.0, steps=[step("delete_table", failed=True), step("x", result='{"changed": false}'),
+                  seconds=2.0, steps=[step("delete_table", failed=True, result="Deleting is not allowed"),
+                                      step("x", result='{"changed": false}'),
                                       step("y", result='{"reused": true, "note": "[2] other"}')],
                   rows={"contacts": [{"id": 1, "name": "Bob", "age": 36}]}, tables={"contacts", "customers"})
 
@@ -63,3 +69,23 @@ def test_a_missing_table_and_a_failed_run_are_said_plainly():
     outcome = CaseOutcome(answer="", status="failed", error="The provider answered 401")
     result = verdicts({"state": {"rows_exist": [{"table": "t", "values": {}}]}}, outcome)
     assert result == [(False, "there is no table 't'"), (False, "the run ended failed: The provider answered 401")]
+
+
+def test_a_tool_result_check_reads_only_that_tools_results_and_needs_a_call():
+    outcome = CaseOutcome(answer="", status="succeeded",
+                          steps=[step("search", result="[1] The guide"), step("create_table", result="made it")])
+    checks = {"tools": {"results": [{"tool": "search", "contains": ["guide"], "not_contains": ["made"]}]}}
+    assert verdicts(checks, outcome) == [(True, ""), (True, "")]
+    other = {"tools": {"results": [{"tool": "search", "contains": ["made it"]}]}}
+    assert verdicts(other, outcome) == [(False, "no result of search contains 'made it' (got: [1] The guide)")]
+    uncalled = {"tools": {"results": [{"tool": "delete_table", "not_contains": ["x"]}]}}
+    assert verdicts(uncalled, outcome) == [(False, "delete_table was not called")]
+
+
+def test_a_linked_citation_counts_as_cited():
+    checks = {"answer": {"cites_only_retrieved": True}}
+    retrieved = [step("search_knowledge", result="[1] (passage 4) Backups\nEvery night.")]
+    linked = CaseOutcome(answer="Every night [\\[1\\]](/knowledge/passages/4).", status="succeeded", steps=retrieved)
+    assert verdicts(checks, linked) == [(True, "")]
+    invented = CaseOutcome(answer="Hourly [\\[2\\]](/knowledge/passages/9).", status="succeeded", steps=retrieved)
+    assert verdicts(checks, invented) == [(False, "cites sources no tool returned: 2")]

@@ -48,14 +48,51 @@ cases:
     prompt: hi
     checks: {tools: {max_calls: [{tool: x, at_most: -1}]}}
   - prompt: no id
+  - id: bad-result
+    prompt: hi
+    checks: {tools: {results: [{tool: search}]}}
+  - id: bad-result-key
+    prompt: hi
+    checks: {tools: {results: [{tool: search, contain: x}]}}
 """
     errors = errors_of(text)
-    assert len(errors) == 5, errors
+    assert len(errors) == 7, errors
     assert errors[0].startswith("case no-prompt: ") and "either a prompt or a script" in errors[0]
     assert errors[1].startswith("case bad-check: checks.answer.contain: ") and "Extra inputs" in errors[1]
     assert errors[2].startswith("case bad-regex: checks.answer.regex: ") and "not a regular expression" in errors[2]
     assert errors[3].startswith("case bad-bound: checks.tools.max_calls.0.at_most: ")
     assert errors[4].startswith("case #6: id: ")
+    assert errors[5].startswith("case bad-result: checks.tools.results.0: ")
+    assert "give contains or not_contains" in errors[5]
+    assert errors[6].startswith("case bad-result-key: checks.tools.results.0.contain: ") and "Extra inputs" in errors[6]
+
+
+def test_a_tool_result_check_takes_one_string_or_a_list():
+    dataset = parse(GOOD.replace("checks: {answer: {contains: [hello]}}",
+                                 "checks: {tools: {results: [{tool: search, contains: '[1]', not_contains: [a, b]}]}}"))
+    [check] = dataset.cases[0].checks.tools.results
+    assert (check.tool, check.contains, check.not_contains) == ("search", ["[1]"], ["a", "b"])
+
+
+def test_knowledge_fixtures_are_validated_per_case():
+    text = """
+name: demo
+cases:
+  - id: no-documents
+    prompt: hi
+    knowledge: [{name: Handbook, documents: []}]
+  - id: untitled
+    prompt: hi
+    knowledge: [{name: Handbook, documents: [{text: Some text.}]}]
+  - id: twice
+    prompt: hi
+    knowledge: [{name: A, documents: [{title: T, text: x}]}, {name: A, documents: [{title: U, text: y}]}]
+"""
+    errors = errors_of(text)
+    assert errors[0].startswith("case no-documents: knowledge.0.documents: "), errors
+    assert errors[1].startswith("case untitled: knowledge.0.documents.0.title: Field required"), errors
+    assert errors[2] == "case twice: Value error, two knowledge bases of the case have the same name", errors
+    assert len(errors) == 3
 
 
 def test_duplicate_ids_and_broken_yaml_and_an_empty_list_are_errors():

@@ -63,3 +63,19 @@ def test_an_unknown_dataset_is_a_422_beside_the_field(app, client, auth, tmp_pat
     agent_id = setup(app, auth, tmp_path)
     response = client.post(f"/admin/evals/agents/{agent_id}/runs", data={"dataset": "nope"})
     assert response.status_code == 422 and "There is no dataset named &#39;nope&#39;" in response.text
+
+
+def test_the_agent_page_runs_a_dataset_by_name_never_a_file_path(app, client, auth, tmp_path):
+    """`library.load` also takes a path, for `flask eval run FILE`; the form took one too, so an admin
+    could have any .yaml or .json file on the server parsed, its keys echoed back in the errors."""
+    agent_id = setup(app, auth, tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.json").write_text('{"password": "hunter2"}')
+    (elsewhere / "other.yaml").write_text(DATASET)
+    for path in (elsewhere / "secret.json", elsewhere / "other.yaml", tmp_path / "sample.yaml"):
+        response = client.post(f"/admin/evals/agents/{agent_id}/runs", data={"dataset": str(path)})
+        assert response.status_code == 422, path
+        assert "password" not in response.text and "There is no dataset named" in response.text
+    with app.app_context():
+        assert db.session.scalar(db.select(db.func.count(EvalRun.id))) == 0

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from sqlalchemy import func, inspect, select
 
 from app.evals.reports import compare, export
 from app.evals.runner import config_revision, create_run, execute
 from app.extensions import db
-from app.models import Conversation, DataTable, EvalRun, Message, Run, User
+from app.knowledge.indexing import index_knowledge_base
+from app.knowledge.library import put_document, vector_store
+from app.models import (
+    Conversation,
+    DataTable,
+    EvalRun,
+    KnowledgeBase,
+    KnowledgeDocument,
+    KnowledgePassage,
+    Message,
+    Run,
+    User,
+)
 from tests.conftest import make_agent
 
 DATASET = """
@@ -40,7 +53,17 @@ cases:
 
 def counts() -> dict[str, int]:
     return {model.__tablename__: db.session.scalar(select(func.count()).select_from(model))
-            for model in (User, Conversation, Message, Run, DataTable)}
+            for model in (User, Conversation, Message, Run, DataTable, KnowledgeBase, KnowledgeDocument,
+                          KnowledgePassage)}
+
+
+def collections() -> dict[str, int]:
+    """The real vector store's collections and how many records each holds."""
+    store = vector_store()
+    return {c.name: store.count(c.name) for c in store.client.list_collections()}
+
+
+CITATIONS = Path(__file__).parents[2] / "evals" / "citations.yaml"
 
 
 def run_sample(app, tmp_path, agent_skills=None):
@@ -54,15 +77,32 @@ def run_sample(app, tmp_path, agent_skills=None):
 
 def test_cases_run_on_a_disposable_database_and_leave_the_real_one_untouched(app, tmp_path):
     with app.app_context():
+        # A real knowledge base with vectors, whose collection name a case's knowledge base may share.
+        real = KnowledgeBase(name="Real handbook")
+        db.session.add(real)
+        db.session.commit()
+        vector_store().drop(real.collection)  # an id reused after an earlier test's rows were emptied
+        put_document(real, "upload:real.md", "real.md", b"# Real\n\nThe real backups run weekly.")
+        db.session.commit()
+        index_knowledge_base.delay(real.id)
         tables_before = set(inspect(db.engine).get_table_names())
-        before = counts()
-        _agent, run = run_sample(app, tmp_path)
+        before, vectors_before = counts(), collections()
+        assert vectors_before[real.collection] == 1
+        agent, run = run_sample(app, tmp_path)
         assert run.status == "finished", run.error
         first = run.results[0]
         assert first.passed, first.verdicts
-        # The case created two tables and ran a conversation: none of it is here.
+        # Two cases indexed a knowledge base of their own, in their own database and vector store.
+        cited = create_run(str(CITATIONS), agent.name)
+        db.session.commit()
+        cited = execute(cited.id)
+        assert (cited.status, cited.done, cited.passed) == ("finished", 2, 2), cited.error
+        assert "search_knowledge" in [s["name"] for s in cited.results[0].steps]
+        # The cases created tables, knowledge bases and vectors and ran conversations: none of it is here.
         assert counts() == before
         assert set(inspect(db.engine).get_table_names()) == tables_before
+        assert collections() == vectors_before
+        vector_store().drop(real.collection)
 
 
 def test_a_run_records_every_field(app, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic_ai.messages import UserPromptPart
 
-from app.assistance.claims import claims_change, claims_mode_limit, hands_off, prints_tool_call
+from app.policy.claims import claims_change, claims_mode_limit, hands_off, prints_tool_call
 from tests.chat_driver import outcome, send, start_chat
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted

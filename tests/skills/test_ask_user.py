@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import json
 
-from pydantic_ai.messages import (
-    ModelMessagesTypeAdapter,
-    ModelRequest,
-    RetryPromptPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelRequest, RetryPromptPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import DeltaToolCall
 
 from app.chat.approvals import DISCUSS
 from app.extensions import db
-from app.models import Conversation, Message, PendingCall, Run
-from app.runtime import execution, offline
-from tests import chat_driver
-from tests.chat_driver import send
+from app.models import Message, PendingCall, Run
+from tests.chat_driver import calls_of, chat_model, resumed_run, send, start_chat, tool_results
 
 SHORT = ["Red", "Blue"]
 LONG = ["Ship everything in one parcel next Monday morning", "Ship each item as soon as it is in stock"]
@@ -51,49 +43,17 @@ class AskingModel:
         }
 
 
-def start_chat(app, client, model, config: dict | None = None) -> int:
-    return chat_driver.start_chat(app, client, skills=[{"name": "ask_user", "config": config or {}}],
-                                  model_config_id=model)
-
-
-
-def question_of(app, conversation_id: int) -> PendingCall:
-    with app.app_context():
-        call = db.session.scalar(db.select(PendingCall).where(PendingCall.conversation_id == conversation_id))
-        db.session.expunge(call)
-        return call
-
-
-def finish_resumed(app, call_id: int) -> Run:
-    with app.app_context():
-        run_id = db.session.get(PendingCall, call_id).resume_run_id
-    execution.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        db.session.expunge(run)
-        return run
-
-
-def tool_results(app, conversation_id: int) -> list[str]:
-    with app.app_context():
-        history = ModelMessagesTypeAdapter.validate_json(
-            db.session.get(Conversation, conversation_id).model_context
-        )
-    return [
-        p.content
-        for m in history
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]
+def agent(model_id: int, **settings) -> dict:
+    """The agent these tests chat with (make_agent's arguments): the ask_user skill with these settings."""
+    return {"model_config_id": model_id, "skills": [{"name": "ask_user", "config": settings}]}
 
 
 def test_short_options_are_buttons_and_a_click_answers(app, client, auth, scripted_model):
     model = AskingModel(SHORT)
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, model)))
     send(app, client, conversation_id, "Paint my bike.")
-    call = question_of(app, conversation_id)
+    call = calls_of(app, conversation_id)[0]
     assert (call.kind, call.status, call.args) == (
         "question",
         "pending",
@@ -113,7 +73,7 @@ def test_short_options_are_buttons_and_a_click_answers(app, client, auth, script
     assert (
         response.status_code == 200 and "Answered: Blue" in response.text and "sse-connect" in response.text
     )
-    run = finish_resumed(app, call.id)
+    run = resumed_run(app, call.id)
     assert run.status == "succeeded"
     assert tool_results(app, conversation_id) == ["Blue"]
     with app.app_context():
@@ -129,13 +89,9 @@ def test_short_options_are_buttons_and_a_click_answers(app, client, auth, script
 
 def test_long_options_are_a_list_with_an_answer_button(app, client, auth, scripted_model):
     auth.login_as("user")
-    conversation_id = start_chat(
-        app,
-        client,
-        scripted_model(function=offline.respond, stream_function=AskingModel(LONG, "How to ship?")),
-    )
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, AskingModel(LONG, "How to ship?"))))
     send(app, client, conversation_id, "Ship my order.")
-    call = question_of(app, conversation_id)
+    call = calls_of(app, conversation_id)[0]
     assert call.details["buttons"] is False
     page = client.get(f"/chat/{conversation_id}").text
     assert f'<input type="radio" name="answer" value="{LONG[0]}">' in page and ">Answer</button>" in page
@@ -143,16 +99,16 @@ def test_long_options_are_a_list_with_an_answer_button(app, client, auth, script
     nothing = client.post(f"/approvals/{call.id}/answer", data={}, headers={"HX-Request": "true"})
     assert nothing.status_code == 422 and "Choose an option" in nothing.text
     client.post(f"/approvals/{call.id}/answer", data={"answer": LONG[1]}, headers={"HX-Request": "true"})
-    finish_resumed(app, call.id)
+    resumed_run(app, call.id)
     assert tool_results(app, conversation_id) == [LONG[1]]
 
 
 def test_a_typed_message_answers_the_question_and_is_not_sent_twice(app, client, auth, scripted_model):
     model = AskingModel(SHORT)
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, model)))
     send(app, client, conversation_id, "Paint my bike.")
-    call = question_of(app, conversation_id)
+    call = calls_of(app, conversation_id)[0]
 
     run_id = send(app, client, conversation_id, "Green, please")
     with app.app_context():
@@ -179,28 +135,21 @@ def test_a_typed_message_answers_the_question_and_is_not_sent_twice(app, client,
 
 def test_discuss_instead_resumes_with_a_request_to_talk_it_over(app, client, auth, scripted_model):
     auth.login_as("user")
-    conversation_id = start_chat(
-        app, client, scripted_model(function=offline.respond, stream_function=AskingModel(SHORT))
-    )
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, AskingModel(SHORT))))
     send(app, client, conversation_id, "Paint my bike.")
-    call = question_of(app, conversation_id)
+    call = calls_of(app, conversation_id)[0]
     response = client.post(
         f"/approvals/{call.id}/answer", data={"discuss": "1"}, headers={"HX-Request": "true"}
     )
     assert response.status_code == 200 and "Discussed instead" in response.text
-    finish_resumed(app, call.id)
+    resumed_run(app, call.id)
     assert tool_results(app, conversation_id) == [DISCUSS]
 
 
 def test_too_many_options_are_sent_back_to_the_model(app, client, auth, scripted_model):
     auth.login_as("user")
     options = [f"Option {n}" for n in range(5)]
-    conversation_id = start_chat(
-        app,
-        client,
-        scripted_model(function=offline.respond, stream_function=AskingModel(options)),
-        config={"max_options": 3},
-    )
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, AskingModel(options)), max_options=3))
     run_id = send(app, client, conversation_id, "Pick for me.")
     with app.app_context():
         assert (
@@ -217,13 +166,11 @@ def test_too_many_options_are_sent_back_to_the_model(app, client, auth, scripted
 
 def test_someone_else_cannot_answer(app, client, auth, scripted_model):
     auth.login_as("user")
-    conversation_id = start_chat(
-        app, client, scripted_model(function=offline.respond, stream_function=AskingModel(SHORT))
-    )
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, AskingModel(SHORT))))
     send(app, client, conversation_id, "Paint my bike.")
-    call = question_of(app, conversation_id)
+    call = calls_of(app, conversation_id)[0]
     auth.logout()
     auth.login_as("admin")
     assert client.post(f"/approvals/{call.id}/answer", data={"answer": "Red"}).status_code == 404
     assert client.get(f"/approvals/{call.id}").status_code == 404
-    assert question_of(app, conversation_id).status == "pending"
+    assert calls_of(app, conversation_id)[0].status == "pending"

@@ -9,8 +9,8 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall
 
 from app.extensions import db
 from app.models import Message, Run
-from app.runtime import execution
 from app.skills.clock import skill
+from tests.chat_driver import send, start_chat
 from tests.conftest import make_agent
 
 
@@ -31,11 +31,8 @@ def test_current_time_through_a_run(app, client, auth, scripted_model):
     with app.app_context():
         agent = make_agent(skills=[{"name": "clock", "config": {"timezone": "UTC"}}], model_config_id=config_id)
         agent_id = agent.id
-    conversation_url = client.post("/chat/", data={"agent_id": agent_id}).headers["Location"]
-    client.post(f"{conversation_url}/messages", data={"text": "What time is it in Rome?"})
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Run.id))
-    execution.wait(run_id)
+    conversation_id = start_chat(app, client, agent_id)
+    run_id = send(app, client, conversation_id, "What time is it in Rome?")
     with app.app_context():
         answer = db.session.scalar(db.select(Message).where(Message.role == "assistant"))
         assert db.session.get(Run, run_id).status == "succeeded"

@@ -16,13 +16,9 @@ from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolC
 
 from app.extensions import db
 from app.guards.credentials import MissingSecret, credential_value, fill_headers
-from app.models import Run
 from app.models.credentials import Credential
-from app.runtime import execution
 from app.skills.mcp import Config
-from tests.chat_driver import outcome
-from tests.conftest import make_agent
-from tests.skill_chat import streamed
+from tests.skill_chat import chat, scripted, streamed
 
 SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "mcp_servers" / "notes.py"
 
@@ -50,16 +46,8 @@ class Script:
 
 def run_turn(app, client, scripted_model, script: Script, settings: dict, text: str = "Note: buy milk"):
     """Chat with an agent that has the MCP skill, through the HTTP endpoints; return the run and answer."""
-    model_id = scripted_model(function=script.respond, stream_function=script.stream)
-    with app.app_context():
-        agent_id = make_agent("Notes", model_config_id=model_id,
-                              skills=[{"name": "mcp", "config": settings}]).id
-    conversation_id = int(client.post("/chat/", data={"agent_id": agent_id}).location.rsplit("/", 1)[-1])
-    assert client.post(f"/chat/{conversation_id}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
-    execution.wait(run_id, timeout=60)
-    return outcome(app, run_id)
+    return chat(app, client, "mcp", settings, model_id=scripted(scripted_model, script), text=text, name="Notes",
+                timeout=60)
 
 
 def stdio_settings(**extra) -> dict:

@@ -7,10 +7,10 @@ from pydantic import ValidationError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 
 from app.extensions import db
-from app.models import Conversation, Message, ModelConfig, Run
-from app.runtime import execution
+from app.models import Conversation, ModelConfig
 from app.runtime.skill import SkillContext
 from app.skills.model_picker import Config, skill
+from tests.chat_driver import answer_of, send, start_chat
 from tests.conftest import make_agent
 
 HTMX = {"HX-Request": "true"}
@@ -44,34 +44,10 @@ def setup_models(app, scripted_model) -> dict:
     return models
 
 
-def start(client, agent_id: int) -> int:
-    response = client.post("/chat/", data={"agent_id": agent_id})
-    assert response.status_code == 302
-    return int(response.location.rsplit("/", 1)[-1])
-
-
-def send(app, client, conversation_id: int, text: str) -> Run:
-    assert client.post(f"/chat/{conversation_id}/messages", data={"text": text}).status_code == 302
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Message.run_id).where(
-            Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id.desc()))
-    execution.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        db.session.expunge(run)
-        return run
-
-
-def answer_of(app, run: Run) -> str:
-    with app.app_context():
-        return db.session.scalar(db.select(Message.content).where(Message.run_id == run.id,
-                                                                  Message.role == "assistant"))
-
-
 def test_the_dropdown_lists_the_agents_default_and_the_allowed_models(app, client, auth, scripted_model):
     models = setup_models(app, scripted_model)
     auth.login_as("user")
-    conversation_id = start(client, models["agent_id"])
+    conversation_id = start_chat(app, client, models["agent_id"])
 
     page = client.get(f"/chat/{conversation_id}").text
 
@@ -87,8 +63,8 @@ def test_the_choice_applies_from_the_next_turn_and_is_remembered_per_conversatio
         app, client, auth, scripted_model):
     models = setup_models(app, scripted_model)
     auth.login_as("user")
-    conversation_id = start(client, models["agent_id"])
-    other_id = start(client, models["agent_id"])
+    conversation_id = start_chat(app, client, models["agent_id"])
+    other_id = start_chat(app, client, models["agent_id"])
 
     first = send(app, client, conversation_id, "Hello")
     assert answer_of(app, first) == "house answering"
@@ -118,7 +94,7 @@ def test_the_choice_applies_from_the_next_turn_and_is_remembered_per_conversatio
 def test_a_model_the_admin_did_not_allow_is_refused_with_422(app, client, auth, scripted_model):
     models = setup_models(app, scripted_model)
     auth.login_as("user")
-    conversation_id = start(client, models["agent_id"])
+    conversation_id = start_chat(app, client, models["agent_id"])
 
     for value in (str(models["forbidden"][0]), "999999", "not-a-number"):
         response = client.post(f"/chat/{conversation_id}/model", data={"model_config_id": value},
@@ -136,10 +112,10 @@ def test_a_model_the_admin_did_not_allow_is_refused_with_422(app, client, auth, 
 def test_only_the_owner_may_choose_and_only_where_the_agent_has_a_picker(app, client, auth, scripted_model):
     models = setup_models(app, scripted_model)
     auth.login_as("user")
-    conversation_id = start(client, models["agent_id"])
+    conversation_id = start_chat(app, client, models["agent_id"])
     with app.app_context():
         plain = make_agent("Plain", model_config_id=models["house"][0]).id
-    plain_conversation = start(client, plain)
+    plain_conversation = start_chat(app, client, plain)
     assert 'id="model-picker"' not in client.get(f"/chat/{plain_conversation}").text
     fast = str(models["fast"][0])
     response = client.post(f"/chat/{plain_conversation}/model", data={"model_config_id": fast}, headers=HTMX)

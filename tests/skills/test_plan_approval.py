@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelResponse, ToolReturnPart
+from pydantic_ai.messages import ModelResponse, ToolReturnPart
 from pydantic_ai.models.function import DeltaToolCall
 
 from app import create_app
 from app.extensions import db
-from app.models import Conversation, Message, PendingCall, Run
-from app.runtime import execution, offline
-from tests import chat_driver
-from tests.chat_driver import send
+from app.models import Message, PendingCall, Run
+from tests.chat_driver import calls_of, chat_model, model_context, resumed_run, send, start_chat, tool_returns
 
 PLAN = "1. **Read** the orders\n2. Cancel the late ones <script>alert(1)</script>"
 APPROVAL_PROMPT = "Carry out the approved plan now. [[approved-marker]]"
@@ -44,45 +42,16 @@ class PlanningModel:
         }
 
 
-def start_chat(app, client, model) -> int:
-    return chat_driver.start_chat(app, client, model_config_id=model,
-                                  skills=[{"name": "plan_approval", "config": {"approval_prompt": APPROVAL_PROMPT}}])
-
-
-
-def pending_call(app, conversation_id: int) -> PendingCall:
-    with app.app_context():
-        call = db.session.scalar(
-            db.select(PendingCall)
-            .where(PendingCall.conversation_id == conversation_id)
-            .order_by(PendingCall.id.desc())
-        )
-        db.session.expunge(call)
-        return call
-
-
-def resumed_run(app, call_id: int) -> Run:
-    with app.app_context():
-        run_id = db.session.get(PendingCall, call_id).resume_run_id
-    assert run_id is not None
-    execution.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        db.session.expunge(run)
-        return run
-
-
-def context_of(app, conversation_id: int) -> list:
-    with app.app_context():
-        return ModelMessagesTypeAdapter.validate_json(
-            db.session.get(Conversation, conversation_id).model_context
-        )
+def agent(model_id: int) -> dict:
+    """The agent these tests chat with (make_agent's arguments): plan approval with the approval prompt."""
+    return {"model_config_id": model_id,
+            "skills": [{"name": "plan_approval", "config": {"approval_prompt": APPROVAL_PROMPT}}]}
 
 
 def test_a_plan_ends_the_turn_as_a_stored_card(app, client, auth, scripted_model):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, model)))
     run_id = send(app, client, conversation_id, "Tidy up the late orders.")
 
     with app.app_context():
@@ -98,7 +67,7 @@ def test_a_plan_ends_the_turn_as_a_stored_card(app, client, auth, scripted_model
         assert (call.kind, call.status, call.args["plan"]) == ("plan", "pending", PLAN)
         assert call.details["approval_prompt"] == APPROVAL_PROMPT
         assert message.steps == []  # the card stands for the call; no step stays "running…"
-    history = context_of(app, conversation_id)
+    history = model_context(app, conversation_id)
     assert (
         isinstance(history[-1], ModelResponse)
         and history[-1].tool_calls[0].tool_name == "submit_plan_for_approval"
@@ -113,9 +82,9 @@ def test_a_plan_ends_the_turn_as_a_stored_card(app, client, auth, scripted_model
 def test_approve_resumes_with_approved_and_the_approval_prompt_once(app, client, auth, scripted_model):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, model)))
     send(app, client, conversation_id, "Tidy up the late orders.")
-    call = pending_call(app, conversation_id)
+    call = calls_of(app, conversation_id)[-1]
 
     response = client.post(
         f"/approvals/{call.id}/plan", data={"decision": "approve"}, headers={"HX-Request": "true"}
@@ -128,13 +97,7 @@ def test_approve_resumes_with_approved_and_the_approval_prompt_once(app, client,
     assert run.status == "succeeded" and run.prompt is None and run.trigger == "resume"
     assert APPROVAL_PROMPT in model.instructions[-1]  # injected for the run that follows the approval
     assert APPROVAL_PROMPT not in (model.instructions[0] or "")
-    returns = [
-        p
-        for m in context_of(app, conversation_id)
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]
+    returns = tool_returns(app, conversation_id)
     assert [(r.tool_name, r.content) for r in returns] == [("submit_plan_for_approval", "approved")]
     with app.app_context():
         answer = db.session.scalar(db.select(Message.content).where(Message.run_id == run.id))
@@ -159,9 +122,9 @@ def test_approve_resumes_with_approved_and_the_approval_prompt_once(app, client,
 def test_revise_needs_words_and_sends_them_back_as_the_result(app, client, auth, scripted_model):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, model)))
     send(app, client, conversation_id, "Tidy up the late orders.")
-    call = pending_call(app, conversation_id)
+    call = calls_of(app, conversation_id)[-1]
 
     empty = client.post(
         f"/approvals/{call.id}/plan",
@@ -173,20 +136,14 @@ def test_revise_needs_words_and_sends_them_back_as_the_result(app, client, auth,
         and "Say what should change" in empty.text
         and 'aria-invalid="true"' in empty.text
     )
-    assert pending_call(app, conversation_id).status == "pending"
+    assert calls_of(app, conversation_id)[-1].status == "pending"
 
     response = client.post(
         f"/approvals/{call.id}/plan", data={"decision": "revise", "changes": "Skip step 2."}
     )
     assert response.status_code == 302  # without htmx: post/redirect/get
     resumed_run(app, call.id)
-    returns = [
-        p.content
-        for m in context_of(app, conversation_id)
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]
+    returns = [p.content for p in tool_returns(app, conversation_id)]
     assert len(returns) == 1 and "Skip step 2." in returns[0] and returns[0] != "approved"
     assert APPROVAL_PROMPT not in (model.instructions[-1] or "")
     page = client.get(f"/chat/{conversation_id}").text
@@ -196,20 +153,14 @@ def test_revise_needs_words_and_sends_them_back_as_the_result(app, client, auth,
 def test_typing_a_message_asks_for_those_changes(app, client, auth, scripted_model):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, model)))
     send(app, client, conversation_id, "Tidy up the late orders.")
-    call = pending_call(app, conversation_id)
+    call = calls_of(app, conversation_id)[-1]
 
     run_id = send(app, client, conversation_id, "Only cancel orders older than a week.")
-    stored = pending_call(app, conversation_id)
+    stored = calls_of(app, conversation_id)[-1]
     assert stored.id == call.id and stored.status == "answered" and stored.resume_run_id == run_id
-    returns = [
-        p.content
-        for m in context_of(app, conversation_id)
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]
+    returns = [p.content for p in tool_returns(app, conversation_id)]
     assert "Only cancel orders older than a week." in returns[0]
 
 
@@ -218,16 +169,16 @@ def test_only_the_owner_reaches_the_card_and_it_survives_a_restart(
 ):
     model = PlanningModel()
     auth.login_as("user")
-    conversation_id = start_chat(app, client, scripted_model(function=offline.respond, stream_function=model))
+    conversation_id = start_chat(app, client, **agent(chat_model(scripted_model, model)))
     send(app, client, conversation_id, "Tidy up the late orders.")
-    call = pending_call(app, conversation_id)
+    call = calls_of(app, conversation_id)[-1]
 
     other = app.test_client()
     AuthOther = type(auth)
     AuthOther(app, other).login_as("user")
     assert other.get(f"/approvals/{call.id}").status_code == 404
     assert other.post(f"/approvals/{call.id}/plan", data={"decision": "approve"}).status_code == 404
-    assert pending_call(app, conversation_id).status == "pending"
+    assert calls_of(app, conversation_id)[-1].status == "pending"
 
     # A new app on the same database (what a restart is) shows the same card and takes the answer.
     restarted = create_app(dict(settings))

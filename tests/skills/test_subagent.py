@@ -15,11 +15,10 @@ from pydantic_ai.messages import (
 
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
-from app.runtime import execution
 from app.skills.subagent import Config
-from tests.chat_driver import outcome, sse_events
+from tests.chat_driver import outcome, send, sse_events, start_chat
 from tests.conftest import make_agent
-from tests.skill_chat import streamed
+from tests.skill_chat import chat_with, streamed
 
 
 class Script:
@@ -56,24 +55,6 @@ def subagent(target: str, **settings) -> dict:
     return {"name": "subagent", "config": {"agent": target, **settings}}
 
 
-def chat(app, client, agent_id: int, text: str) -> tuple[int, Run, Message]:
-    """Start a conversation over HTTP, send one message, wait for the run; return what it stored."""
-    response = client.post("/chat/", data={"agent_id": agent_id})
-    assert response.status_code == 302, response.text
-    conversation_id = int(response.location.rstrip("/").rsplit("/", 1)[-1])
-    return (conversation_id, *send(app, client, conversation_id, text))
-
-
-def send(app, client, conversation_id: int, text: str) -> tuple[Run, Message]:
-    response = client.post(f"/chat/{conversation_id}/messages", data={"text": text})
-    assert response.status_code == 302, response.text
-    with app.app_context():
-        run_id = db.session.scalar(db.select(Message.run_id).where(
-            Message.conversation_id == conversation_id, Message.role == "user").order_by(Message.id.desc()))
-    execution.wait(run_id)
-    return outcome(app, run_id)
-
-
 def test_delegation_returns_the_other_agents_answer_with_its_own_skills_and_sums_usage(
         app, client, auth, scripted_model):
     specialist = Script("current_time", {"timezone": "Europe/Rome"}, answer="Specialist says")
@@ -85,7 +66,7 @@ def test_delegation_returns_the_other_agents_answer_with_its_own_skills_and_sums
                                                description="Knows the time.")])
     auth.login_as("user")
 
-    _conversation_id, run, message = chat(app, client, caller_id, "What time is it in Rome?")
+    run, message = chat_with(app, client, caller_id, "What time is it in Rome?")
 
     assert run.status == "succeeded", run.error
     assert "ask_specialist" in caller.requests[0][1]
@@ -112,7 +93,7 @@ def test_a_subagent_the_user_may_not_use_cannot_be_reached_through_delegation(
                               skills=[subagent(secret_name, tool_name="ask_payroll")])
     auth.login_as("user")
 
-    _conversation_id, run, message = chat(app, client, caller_id, "Salaries please")
+    run, message = chat_with(app, client, caller_id, "Salaries please")
 
     assert run.status == "succeeded"
     [step] = message.steps
@@ -133,7 +114,7 @@ def test_access_is_checked_again_at_every_hop(app, client, auth, scripted_model)
                               skills=[subagent(research_name, tool_name="ask_research", max_depth=3)])
     auth.login_as("user")
 
-    _conversation_id, run, message = chat(app, client, caller_id, "Dig")
+    run, message = chat_with(app, client, caller_id, "Dig")
 
     assert run.status == "succeeded"
     assert archive.requests == []
@@ -150,7 +131,8 @@ def test_an_admin_reaches_the_chain_and_a_demoted_admin_no_longer_does(app, clie
                               skills=[subagent(archive_name, tool_name="ask_archive")])
     admin_id = auth.login_as("admin")
 
-    conversation_id, run, message = chat(app, client, caller_id, "Open the archive")
+    conversation_id = start_chat(app, client, caller_id)
+    run, message = outcome(app, send(app, client, conversation_id, "Open the archive"))
     assert "Archive answer" in message.steps[0]["result"] and len(archive.requests) == 1
 
     with app.app_context():  # the role changes between two turns: the next hop sees it at once
@@ -161,7 +143,7 @@ def test_an_admin_reaches_the_chain_and_a_demoted_admin_no_longer_does(app, clie
         email = user.email
         db.session.commit()
     auth.login(email)  # a changed role ends the sessions: the demoted admin signs in again
-    run, message = send(app, client, conversation_id, "Open it again")
+    run, message = outcome(app, send(app, client, conversation_id, "Open it again"))
     assert message.steps[0]["failed"] and "may not use the agent" in message.steps[0]["result"]
     assert len(archive.requests) == 1
 
@@ -178,7 +160,7 @@ def test_depth_and_cycles_are_guarded(app, client, auth, scripted_model):
                               skills=[subagent(research_name, tool_name="ask_research")])
     auth.login_as("user")
 
-    _conversation_id, run, message = chat(app, client, caller_id, "Dig")
+    run, message = chat_with(app, client, caller_id, "Dig")
 
     assert deep.requests == []
     assert "already 1 agents deep" in message.steps[0]["result"]
@@ -191,7 +173,7 @@ def test_depth_and_cycles_are_guarded(app, client, auth, scripted_model):
                             skills=[subagent(str(front.id), tool_name="ask_back", max_depth=5)])
         front.skills = [subagent(middle.name, tool_name="ask_research", max_depth=5)]
         db.session.commit()
-    _conversation_id, run, message = chat(app, client, caller_id, "Loop")
+    run, message = chat_with(app, client, caller_id, "Loop")
     assert "already working on this request" in message.steps[0]["result"]
 
 
@@ -204,7 +186,7 @@ def test_a_delegate_that_reaches_its_own_request_cap_is_a_failed_result(app, cli
                               skills=[subagent(busy_name, tool_name="ask_busy")])
     auth.login_as("user")
 
-    _conversation_id, run, message = chat(app, client, caller_id, "Ask busy")
+    run, message = chat_with(app, client, caller_id, "Ask busy")
 
     assert run.status == "succeeded" and len(busy.requests) == 1
     assert message.steps[0]["failed"] and "stopped after 1 model requests" in message.steps[0]["result"]
@@ -222,11 +204,11 @@ def test_hand_over_switches_the_conversation_and_the_next_turn_runs_on_the_other
     user_id = auth.login_as("user")
     picked = scripted_model(function=front.respond, stream_function=front.stream)
 
-    conversation_id = int(client.post("/chat/", data={"agent_id": front_id}).location.rsplit("/", 1)[-1])
+    conversation_id = start_chat(app, client, front_id)
     with app.app_context():  # a model picked for the first agent must not follow the conversation over
         db.session.get(Conversation, conversation_id).model_config_id = picked
         db.session.commit()
-    run, message = send(app, client, conversation_id, "Why is my invoice wrong?")
+    run, message = outcome(app, send(app, client, conversation_id, "Why is my invoice wrong?"))
 
     assert run.status == "succeeded" and run.agent_id == front_id
     assert billing.requests == []  # a hand-over does not run the other agent in this turn
@@ -250,7 +232,7 @@ def test_hand_over_switches_the_conversation_and_the_next_turn_runs_on_the_other
     header = next(event["data"] for event in events if event["event"] == "header")
     assert 'id="chat-agent"' in header and 'hx-swap-oob="true"' in header and billing_name in header
 
-    run, message = send(app, client, conversation_id, "So, about that invoice?")
+    run, message = outcome(app, send(app, client, conversation_id, "So, about that invoice?"))
     assert run.status == "succeeded" and run.agent_id == billing_id
     assert message.content == "Billing here"
     history, _tools = billing.requests[0]
@@ -268,7 +250,8 @@ def test_hand_over_to_an_agent_the_user_may_not_use_is_refused(app, client, auth
                              skills=[subagent(admins_name, mode="handover", tool_name="hand_over")])
     auth.login_as("user")
 
-    conversation_id, run, message = chat(app, client, front_id, "Escalate me")
+    conversation_id = start_chat(app, client, front_id)
+    run, message = outcome(app, send(app, client, conversation_id, "Escalate me"))
 
     assert message.steps[0]["failed"] and "may not use the agent" in message.steps[0]["result"]
     with app.app_context():

@@ -6,20 +6,17 @@ import json
 import re
 
 from pydantic import BaseModel
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import DeltaToolCall
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.accounts.users import delete_user
 from app.extensions import db
-from app.models import ApprovalRecord, Conversation, Message, PendingCall, Run, User
-from app.runtime import execution, offline
+from app.models import ApprovalRecord, Message, Run, User
 from app.runtime.deferred import SUPERSEDED
 from app.runtime.skill import Skill
 from app.skills.tool_approval import Config
-from tests import chat_driver
-from tests.chat_driver import send
-from tests.conftest import make_agent
+from tests.chat_driver import answer_of, calls_of, chat_model, resumed_run, send, start_chat, tool_returns
 
 
 def records_skill(deleted: list[int]) -> Skill:
@@ -73,25 +70,12 @@ class CallingModel:
             yield "Nothing to do."
 
 
-def start_chat(app, client, model_id: int, approval: dict | None = None) -> int:
-    return chat_driver.start_chat(app, client, name="Clerk", model_config_id=model_id, skills=[
+def clerk(model_id: int, approval: dict | None = None) -> dict:
+    """The agent these tests chat with (make_agent's arguments): the records skill behind tool approval."""
+    return {"name": "Clerk", "model_config_id": model_id, "skills": [
         {"name": "records", "config": {}},
         {"name": "tool_approval", "config": approval or {"tools": ["delete_*"]}},
-    ])
-
-
-
-def calls_of(app, conversation_id: int) -> list[PendingCall]:
-    with app.app_context():
-        calls = list(
-            db.session.scalars(
-                db.select(PendingCall)
-                .where(PendingCall.conversation_id == conversation_id)
-                .order_by(PendingCall.id)
-            )
-        )
-        db.session.expunge_all()
-        return calls
+    ]}
 
 
 def records(app) -> list[ApprovalRecord]:
@@ -99,23 +83,6 @@ def records(app) -> list[ApprovalRecord]:
         found = list(db.session.scalars(db.select(ApprovalRecord).order_by(ApprovalRecord.id)))
         db.session.expunge_all()
         return found
-
-
-def finish_resumed(app, call_id: int) -> Run:
-    with app.app_context():
-        run_id = db.session.get(PendingCall, call_id).resume_run_id
-    execution.wait(run_id)
-    with app.app_context():
-        run = db.session.get(Run, run_id)
-        db.session.expunge(run)
-        return run
-
-
-def answer_of(app, run_id: str) -> str:
-    with app.app_context():
-        return db.session.scalar(
-            db.select(Message.content).where(Message.run_id == run_id, Message.role == "assistant")
-        )
 
 
 def test_settings_take_names_and_patterns():
@@ -127,9 +94,7 @@ def test_a_guarded_call_waits_and_allow_once_runs_it(app, client, auth, scripted
     deleted: list[int] = []
     app.extensions["skills"]["records"] = records_skill(deleted)
     user_id = auth.login_as("user")
-    conversation_id = start_chat(
-        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
-    )
+    conversation_id = start_chat(app, client, **clerk(chat_model(scripted_model, CallingModel())))
     run_id = send(app, client, conversation_id, "delete 7 and count")
 
     assert deleted == []  # nothing ran before the user decided
@@ -166,7 +131,7 @@ def test_a_guarded_call_waits_and_allow_once_runs_it(app, client, auth, scripted
         f"/approvals/{call.id}/decision", data={"decision": "once"}, headers={"HX-Request": "true"}
     )
     assert response.status_code == 200 and "Allowed once" in response.text
-    resumed = finish_resumed(app, call.id)
+    resumed = resumed_run(app, call.id)
     assert deleted == [7]
     # The model sees every result of its calls at once: the allowed one and the one that ran before.
     assert answer_of(app, resumed.id) == "delete_record: Record 7 deleted. | count_records: 42 records."
@@ -188,9 +153,7 @@ def test_deny_sends_the_reason_and_never_runs_the_tool(app, client, auth, script
     deleted: list[int] = []
     app.extensions["skills"]["records"] = records_skill(deleted)
     auth.login_as("user")
-    conversation_id = start_chat(
-        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
-    )
+    conversation_id = start_chat(app, client, **clerk(chat_model(scripted_model, CallingModel())))
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
 
@@ -200,7 +163,7 @@ def test_deny_sends_the_reason_and_never_runs_the_tool(app, client, auth, script
         headers={"HX-Request": "true"},
     )
     assert response.status_code == 200 and "Denied" in response.text and "still in use" in response.text
-    resumed = finish_resumed(app, call.id)
+    resumed = resumed_run(app, call.id)
     assert deleted == []
     assert (
         answer_of(app, resumed.id) == "delete_record: The user denied this call: That record is still in use."
@@ -218,15 +181,15 @@ def test_always_in_this_chat_lets_later_calls_through_in_that_chat_only(app, cli
     deleted: list[int] = []
     app.extensions["skills"]["records"] = records_skill(deleted)
     auth.login_as("user")
-    model_id = scripted_model(function=offline.respond, stream_function=CallingModel())
-    conversation_id = start_chat(app, client, model_id)
+    model_id = chat_model(scripted_model, CallingModel())
+    conversation_id = start_chat(app, client, **clerk(model_id))
     send(app, client, conversation_id, "delete 1 and delete 2")
     first, second = calls_of(app, conversation_id)
 
     client.post(
         f"/approvals/{first.id}/decision", data={"decision": "always"}, headers={"HX-Request": "true"}
     )
-    resumed = finish_resumed(app, first.id)
+    resumed = resumed_run(app, first.id)
     # The other waiting call of the same tool went with it (the two calls run concurrently, in either order).
     assert sorted(deleted) == [1, 2]
     assert answer_of(app, resumed.id) == "delete_record: Record 1 deleted. | delete_record: Record 2 deleted."
@@ -240,7 +203,7 @@ def test_always_in_this_chat_lets_later_calls_through_in_that_chat_only(app, cli
         ("allowed", "standing"),
     ]
 
-    elsewhere = start_chat(app, client, model_id)
+    elsewhere = start_chat(app, client, **clerk(model_id))
     send(app, client, elsewhere, "delete 4")
     assert sorted(deleted) == [1, 2, 3] and [c.status for c in calls_of(app, elsewhere)] == ["pending"]
 
@@ -248,12 +211,8 @@ def test_always_in_this_chat_lets_later_calls_through_in_that_chat_only(app, cli
 def test_always_can_be_turned_off(app, client, auth, scripted_model):
     app.extensions["skills"]["records"] = records_skill([])
     auth.login_as("user")
-    conversation_id = start_chat(
-        app,
-        client,
-        scripted_model(function=offline.respond, stream_function=CallingModel()),
-        approval={"tools": ["*"], "allow_always": False},
-    )
+    conversation_id = start_chat(app, client, **clerk(chat_model(scripted_model, CallingModel()),
+                                                     approval={"tools": ["*"], "allow_always": False}))
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
     assert "Always in this chat" not in client.get(f"/chat/{conversation_id}").text
@@ -264,9 +223,7 @@ def test_a_typed_message_skips_the_waiting_call(app, client, auth, scripted_mode
     deleted: list[int] = []
     app.extensions["skills"]["records"] = records_skill(deleted)
     auth.login_as("user")
-    conversation_id = start_chat(
-        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
-    )
+    conversation_id = start_chat(app, client, **clerk(chat_model(scripted_model, CallingModel())))
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
 
@@ -275,16 +232,7 @@ def test_a_typed_message_skips_the_waiting_call(app, client, auth, scripted_mode
     with app.app_context():
         run = db.session.get(Run, run_id)
         assert run.status == "succeeded", run.error
-        history = ModelMessagesTypeAdapter.validate_json(
-            db.session.get(Conversation, conversation_id).model_context
-        )
-    denied = [
-        p
-        for m in history
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart) and p.tool_name == "delete_record"
-    ]
+    denied = [p for p in tool_returns(app, conversation_id) if p.tool_name == "delete_record"]
     assert denied[0].content == SUPERSEDED
     assert answer_of(app, run_id) == "count_records: 42 records."  # the typed message reached the model
     [record] = records(app)
@@ -306,15 +254,10 @@ def test_asking_the_user_never_needs_approval(app, client, auth, scripted_model)
         }
 
     auth.login_as("user")
-    with app.app_context():
-        agent_id = make_agent(
-            model_config_id=scripted_model(function=offline.respond, stream_function=model),
-            skills=[
-                {"name": "ask_user", "config": {}},
-                {"name": "tool_approval", "config": {"tools": ["*"]}},
-            ],
-        ).id
-    conversation_id = int(client.post("/chat/", data={"agent_id": agent_id}).location.rsplit("/", 1)[-1])
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, model), skills=[
+        {"name": "ask_user", "config": {}},
+        {"name": "tool_approval", "config": {"tools": ["*"]}},
+    ])
     send(app, client, conversation_id, "Go")
     assert [c.kind for c in calls_of(app, conversation_id)] == ["question"] and records(app) == []
 
@@ -322,9 +265,7 @@ def test_asking_the_user_never_needs_approval(app, client, auth, scripted_model)
 def test_owner_check_and_csrf(app, client, auth, scripted_model):
     app.extensions["skills"]["records"] = records_skill([])
     auth.login_as("user")
-    conversation_id = start_chat(
-        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
-    )
+    conversation_id = start_chat(app, client, **clerk(chat_model(scripted_model, CallingModel())))
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
     stranger = app.test_client()
@@ -351,19 +292,17 @@ def test_owner_check_and_csrf(app, client, auth, scripted_model):
         headers={"HX-Request": "true", "X-CSRFToken": token},
     )
     assert response.status_code == 200 and calls_of(app, conversation_id)[0].status == "answered"
-    finish_resumed(app, call.id)
+    resumed_run(app, call.id)
 
 
 def test_approval_records_outlive_the_chat_and_the_user(app, client, auth, scripted_model):
     app.extensions["skills"]["records"] = records_skill([])
     user_id = auth.login_as("user")
-    conversation_id = start_chat(
-        app, client, scripted_model(function=offline.respond, stream_function=CallingModel())
-    )
+    conversation_id = start_chat(app, client, **clerk(chat_model(scripted_model, CallingModel())))
     send(app, client, conversation_id, "delete 7")
     [call] = calls_of(app, conversation_id)
     client.post(f"/approvals/{call.id}/decision", data={"decision": "deny", "reason": "No."})
-    finish_resumed(app, call.id)
+    resumed_run(app, call.id)
 
     assert client.post(f"/chat/{conversation_id}/delete").status_code == 302
     assert calls_of(app, conversation_id) == []  # the cards were conversation content

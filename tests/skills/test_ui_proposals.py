@@ -7,9 +7,10 @@ import json
 import pytest
 
 from app.assistance.preferences import ui_setting
-from app.assistance.proposals import PENDING, ProposalRejected, check_reason, claims_applied
 from app.extensions import db
+from app.guards.credentials import save_credential
 from app.models import RunEvent, User
+from app.policy.proposals import PENDING, ProposalRejected, check_reason, claims_applied
 from app.runtime import execution
 from app.tables.schema import get_table
 from tests.chat_driver import last_run_id, outcome, start_chat
@@ -113,6 +114,7 @@ def test_the_italian_claim_gets_the_italian_statement(app, client, auth, scripte
     (cards(reason="two\nlines"), "no control character"),
     (cards(reason="x" * 241), "keep it under 240"),
     (cards(reason="  "), "Give a short reason"),
+    (cards(reason="Your token sdk_" + "a" * 43 + " says so"), "breaks the output rule 'api_token'"),
 ])
 def test_a_call_that_breaks_a_rule_is_retried_and_nothing_is_stored(app, client, auth, scripted_model, orders,
                                                                     call, fix):
@@ -121,6 +123,25 @@ def test_a_call_that_breaks_a_rule_is_retried_and_nothing_is_stored(app, client,
     assert "proposals" not in message.meta and message.content == "Nothing to suggest."
     [(content, _attempt)] = script.retries
     assert fix in str(content)
+
+
+def test_a_reason_that_leaks_a_saved_credential_is_retried_naming_the_rule(app, client, auth, scripted_model):
+    secret = "hunter2-but-longer-9f"
+    script = Script([cards(reason=f"Your key {secret} fits cards.")], "Nothing to suggest.")
+    real_login = auth.login_as
+
+    def login_with_credential(role):
+        user_id = real_login(role)
+        with app.app_context():
+            save_credential(user_id, "ci", secret)
+            db.session.commit()
+        return user_id
+
+    auth.login_as = login_with_credential
+    message, _events, _user = run_chat(app, client, auth, scripted_model, script, {"proposable": declared()})
+    assert "proposals" not in message.meta and message.content == "Nothing to suggest."
+    [(content, _attempt)] = script.retries
+    assert "breaks the output rule 'credential'" in str(content) and secret not in str(content)
 
 
 def test_at_most_three_proposals_and_one_per_target(app, client, auth, scripted_model):

@@ -259,3 +259,18 @@ def test_agents_and_triggers_are_created_reused_and_updated(app, client, auth, s
         trigger = db.session.scalar(db.select(Trigger).where(Trigger.name == "Welcome"))
         assert (trigger.agent_id, trigger.run_as_id, trigger.events, trigger.active) == (
             agent.id, admin_id, ["insert"], False)
+
+
+def test_the_workspace_area_registers_the_services_the_skill_declares(app):
+    import inspect
+
+    from app.runtime.services import service_of
+    from app.skills.workspace import Workspace
+
+    services = service_of(app, "workspace")
+    assert isinstance(services, Workspace), "app/workspace/__init__.py init_app must register WorkspaceServices"
+    declared = [name for name, member in vars(Workspace).items() if inspect.isfunction(member) and name[0] != "_"]
+    for name in declared:
+        wanted = list(inspect.signature(getattr(Workspace, name)).parameters)[1:]
+        given = list(inspect.signature(getattr(services, name)).parameters)
+        assert given == wanted, f"WorkspaceServices.{name} takes {given}; the skill's Workspace declares {wanted}"

@@ -10,15 +10,13 @@ from app.models import Agent, KnowledgeBase
 from app.seed import DOCS_KB, WORKSPACE_ASSISTANT
 from app.tables.records import page_of_rows, select_rows
 from app.tables.schema import get_table
-from tests.chat_driver import outcome, send
+from tests.chat_driver import outcome, send, start_chat
 
 
 def workspace_chat(app, client) -> int:
     with app.app_context():
         agent_id = db.session.scalar(db.select(Agent.id).where(Agent.name == WORKSPACE_ASSISTANT))
-    response = client.post("/chat/", data={"agent_id": agent_id})
-    assert response.status_code == 302, response.text
-    return int(response.location.rsplit("/", 1)[-1])
+    return start_chat(app, client, agent_id)
 
 
 def test_the_offline_workspace_assistant_creates_a_table_then_adds_a_row(app, client, auth):

@@ -1,6 +1,7 @@
 // Skilldesk's own JavaScript: small behaviours htmx does not cover. Pages work without it.
 (function () {
   "use strict";
+  document.documentElement.classList.add("js");  // shows the controls that need JavaScript (.js-only)
 
   // Enter sends, Shift+Enter adds a line.
   document.addEventListener("keydown", function (event) {
@@ -64,6 +65,7 @@
     var refuse = event.target.closest("[data-proposal-refuse]");
     var card = (accept || refuse) && (accept || refuse).closest("[data-proposal]");
     if (!card) return;
+    event.preventDefault();  // Accept is also a plain form, for pages without JavaScript
     if (refuse) { decide(card, "Refused."); return; }
     var proposal = JSON.parse(card.getAttribute("data-proposal"));
     if (proposal.kind === "preference") {

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from app.assistance.schema_subset import (
+from app.policy.schema_subset import (
     MAX_BYTES,
     InvalidJSON,
     NotProposable,

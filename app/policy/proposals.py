@@ -3,9 +3,10 @@
 A proposal is data, a target and a value, never code, markup, a link or a tool call. Each call of
 a proposal tool is untrusted input, checked here (ProposalRejected says what to fix, and the skill
 hands it to the model as a ModelRetry, storing nothing):
-- the target is one the page declared (context.page.proposable, checked by targets.py);
+- the target is one the page declared (context.page.proposable, checked by app/assistance/targets.py);
 - the value, given as JSON text, parses strictly and satisfies the schema the page declared;
-- the reason is plain text of at most 240 characters: no markup, link or control character;
+- the reason is plain text of at most 240 characters: no markup, link or control character, and it
+  passes the output guardrails (app/runtime/guardrails.py);
 - at most three proposals per message, and one per target.
 The server never applies a proposal and keeps no record of the user's decision.
 
@@ -18,12 +19,14 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
+from collections.abc import Callable
 from typing import Any
 
-from app.assistance.claims import claims_applied
-from app.assistance.schema_subset import InvalidJSON, compile_schema, loads_json
-from app.assistance.targets import KINDS
+from app.policy.claims import claims_applied
+from app.policy.schema_subset import InvalidJSON, compile_schema, loads_json
 
+# The kinds of target a page may declare, each with the names that identify one (targets.py checks them).
+KINDS = {"preference": ("namespace", "key"), "view_state": ("resource", "view")}
 MAX_PROPOSALS = 3
 MAX_REASON = 240
 SCHEMA_VERSION = 1
@@ -43,8 +46,12 @@ class ProposalRejected(ValueError):
     """A proposal call that breaks a rule; the message tells the model what to fix."""
 
 
-def check_reason(reason: Any) -> str:
-    """Return the reason when it is plain text within the limit; raise ProposalRejected otherwise."""
+def check_reason(reason: Any, check_output: Callable[[str], str | None] | None = None) -> str:
+    """Return the reason when it is plain text within the limit that passes the output guardrails.
+
+    `check_output` is the run's guardrail check (it names the rule a text breaks and what it asks); raise
+    ProposalRejected, naming the rule, otherwise.
+    """
     if not isinstance(reason, str) or not reason.strip():
         raise ProposalRejected("Give a short reason in plain text.")
     reason = reason.strip()
@@ -54,13 +61,18 @@ def check_reason(reason: Any) -> str:
         raise ProposalRejected("The reason must be one line of plain text, with no control character.")
     if MARKUP.search(reason) or LINK.search(reason):
         raise ProposalRejected("The reason must be plain text: no markup, no link, no address.")
+    problem = check_output(reason) if check_output is not None else None
+    if problem is not None:
+        raise ProposalRejected(f"The reason breaks {problem}; write it again without that.")
     return reason
 
 
 class ProposalCollector:
     """The proposals of one message: checked against the targets its page declared."""
 
-    def __init__(self, declared: list[dict[str, Any]]) -> None:
+    def __init__(self, declared: list[dict[str, Any]],
+                 check_output: Callable[[str], str | None] | None = None) -> None:
+        self.check_output = check_output
         self.targets: dict[tuple[str, ...], tuple[dict[str, Any], Any]] = {}
         for entry in declared:
             key = (entry["kind"], *(entry["target"][name] for name in KINDS[entry["kind"]]))
@@ -94,7 +106,7 @@ class ProposalCollector:
             raise ProposalRejected(f"The value does not fit the target's schema {schema.schema}: {errors[0]}.")
         proposal = {"id": str(uuid.uuid4()), "schemaVersion": SCHEMA_VERSION, "kind": kind,
                     "target": dict(entry["target"]), "current": entry.get("current"), "proposed": value,
-                    "reason": check_reason(reason)}
+                    "reason": check_reason(reason, self.check_output)}
         self.proposals.append(proposal)
         return proposal
 

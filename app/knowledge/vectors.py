@@ -165,11 +165,9 @@ def collection_configuration(keeps_text: bool = True) -> dict[str, Any]:
 
     Chroma keeps each added record in its write log (`embeddings_queue`) until the index is persisted
     (by default every 1,000 records), so a deleted text would stay in chroma.sqlite3 that long;
-    persisted at once, the log entry is purged and `vacuum_embedded` can clear it. That costs every
-    write (a single add ~80 ms instead of ~35 ms; indexing 10,000 passages twice as long), so a
-    collection that keeps no text (knowledge passages: their text is in the database) keeps Chroma's
-    defaults: its log holds vectors, ids and numbers only. A fresh dict each time: Chroma writes the
-    embedding function into the one it is given.
+    persisted at once, the log entry is purged and `vacuum_embedded` can clear it. That slows every write
+    (one add ~80 ms instead of ~35 ms), so a collection that keeps no text (knowledge passages) keeps
+    Chroma's defaults. A fresh dict each time: Chroma writes the embedding function into the one it is given.
     """
     if not keeps_text:
         return {"hnsw": {"space": "cosine"}}
@@ -206,11 +204,8 @@ class VectorStore:
         *,
         keep_text: bool = True,
     ) -> None:
-        """Store texts, replacing any records with the same ids (text and metadata alike).
-
-        With `keep_text=False` only the texts' vectors are stored (hits carry no text): for texts kept
-        elsewhere. Decide it per collection: the first write creates the collection to suit.
-        """
+        """Store texts, replacing any records with the same ids; `keep_text=False` stores only their vectors
+        (for texts kept elsewhere; decide it per collection: the first write creates the collection to suit)."""
         self._write("upsert", collection, ids, texts, metadatas, keep_text)
 
     def query(self, collection: str, text: str, n: int = 5, where: Where | None = None) -> list[Hit]:
@@ -224,10 +219,7 @@ class VectorStore:
         return self._nearest(collection, n, where, query_texts=[text])
 
     def nearest(self, collection: str, vector: Sequence[float], n: int = 5, where: Where | None = None) -> list[Hit]:
-        """Like `query`, for a vector from `self.embedder` (embed once, query many collections).
-
-        The hits carry ids and distances only: Chroma's metadata and text lookups cost more than the search.
-        """
+        """Like `query`, for a vector from `self.embedder`; hits carry ids and distances only (cheaper)."""
         return self._nearest(collection, n, where, query_embeddings=[np.asarray(vector, dtype=np.float32)])
 
     def _nearest(self, collection: str, n: int, where: Where | None, **query: Any) -> list[Hit]:

@@ -434,12 +434,12 @@ async def _stopped_from_b(deployment: Deployment, person: Person, agent_id: int)
     run_id = await person.send(deployment.a, conversation_id, "hello")
     sent: list[float] = []
 
-    async def stop_after_first_words(kind: str) -> None:
-        if kind in ("text", "writing") and not sent:  # answers are held until checked: `writing` says so
+    async def stop_after_first_text(kind: str) -> None:
+        if kind == "text" and not sent:
             sent.append(time.time())
             await person.stop(deployment.b, run_id)
 
-    _opened, _arrivals, end = await person.follow(deployment.b, run_id, stop_after_first_words)
+    _opened, _arrivals, end = await person.follow(deployment.b, run_id, stop_after_first_text)
     seen = time.time() - sent[0]
     assert '"cancelled"' in end or "Stopped" in end, end[:300]
     return deployment.finished_at(run_id) - sent[0], seen

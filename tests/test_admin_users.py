@@ -164,8 +164,8 @@ def test_the_stream_of_a_deactivated_user_ends(app, client, admin, other, script
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    until(lambda: any(b"event: writing" in c for c in chunks), 5)
-    assert any(b"event: writing" in c for c in chunks), "the stream never started"
+    until(lambda: any(b"event: text" in c for c in chunks), 5)
+    assert any(b"event: text" in c for c in chunks), "the stream never started"
     try:
         client.post(f"/admin/users/{other_id}", data={"role": "user"})  # deactivate
         reader.join(timeout=5)

@@ -164,8 +164,8 @@ ROUTES: dict[str, Access] = {
     "knowledge.preview": Access(ADMINS, args={"document_id": "@document"}),
     "knowledge.delete_doc": Access(ADMINS, args={"document_id": "@document"}, changes=True),
     "knowledge.delete": Access(ADMINS, args={"kb_id": "@kb"}, changes=True),
-    "knowledge.passage": Access(MEMBERS, args={"passage_id": "@passage"}),
-    "knowledge.document": Access(MEMBERS, args={"document_id": "@document"}),
+    "knowledge.passage": Access(MEMBERS, denied=404, args={"passage_id": "@passage"}),  # the base names no guest
+    "knowledge.document": Access(MEMBERS, denied=404, args={"document_id": "@document"}),
     "memories.index": Access(MEMBERS),
     "memories.update": Access(MEMBERS, owner=True, args={"memory_id": "@memory"}, data={"text": ""}),
     "memories.delete": Access(MEMBERS, owner=True, args={"memory_id": "@memory"}, changes=True),

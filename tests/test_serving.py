@@ -38,10 +38,9 @@ def test_a_stream_follower_holds_no_connection_while_it_waits(app, client, auth,
     chunks: list[bytes] = []
     reader = read_in_thread(client, f"/runs/{run_id}/events", chunks)
     try:
-        # Once the first words are written (held until checked, so only `writing` says so), nothing is
-        # stored until the model goes on; each sample is taken between two looks at the follower, so it
-        # falls inside one of its waits.
-        assert until(lambda: any(b"event: writing" in chunk for chunk in chunks)), "the first words never came"
+        # Once the first words are through, nothing is written until the model goes on; each sample
+        # is taken between two looks at the follower, so it falls inside one of its waits.
+        assert until(lambda: any(b"event: text" in chunk for chunk in chunks)), "the first words never came"
         samples = []
         for _ in range(5):
             assert until(lambda: run_events.waiting(run_id) > 0), "the follower never waited"

@@ -202,8 +202,8 @@ def test_an_open_stream_ends_when_its_session_is_signed_out(app, auth, scripted_
         run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
     chunks: list[bytes] = []
     reader = read_in_thread(browser, f"/runs/{run_id}/events", chunks)
-    until(lambda: any(b"event: writing" in c for c in chunks), 5)
-    assert any(b"event: writing" in c for c in chunks), "the stream never started"
+    until(lambda: any(b"event: text" in c for c in chunks), 5)
+    assert any(b"event: text" in c for c in chunks), "the stream never started"
     try:
         assert elsewhere.post("/account/sessions/end").status_code == 302
         reader.join(timeout=5)

@@ -8,6 +8,8 @@ import re
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import DeltaToolCall
 
+from app.extensions import db
+from app.models import Conversation, Message, User
 from tests.chat_driver import chat_model, outcome, send, sse_events, start_chat
 from tests.conftest import make_agent
 from tests.tables.factory import make_table
@@ -55,3 +57,21 @@ def test_every_refusal_and_error_is_a_failed_step(app, client, auth, scripted_mo
     assert len(results) == len(CALLS) and all('class="step-state">failed<' in r for r in results)
     page = client.get(f"/chat/{conversation_id}").text
     assert re.findall(r'class="step-state">(\w+)<', page) == ["failed"] * len(CALLS)
+
+
+def test_a_step_whose_arguments_nest_thousands_deep_still_renders(app, client, auth):
+    """Arguments are the model's text (a prompt-injected model writes what it is told): pretty-printing
+    them parsed JSON recursively, and RecursionError made the chat page a 500 for good."""
+    auth.login_as("user")
+    deep = "[" * 5000 + "]" * 5000
+    with app.app_context():
+        user = db.session.scalar(db.select(User).where(User.role == "user"))
+        conversation = Conversation(user_id=user.id, agent_id=make_agent().id, title="Deep")
+        db.session.add(conversation)
+        db.session.flush()
+        db.session.add(Message(conversation_id=conversation.id, role="assistant", content="Done.", meta={},
+                               steps=[{"id": "c1", "name": "lookup", "args": deep, "result": "ok"}]))
+        db.session.commit()
+        conversation_id = conversation.id
+    page = client.get(f"/chat/{conversation_id}")
+    assert page.status_code == 200 and "[[[[" in page.text and "lookup" in page.text

@@ -77,13 +77,23 @@ def user_for_bearer(header: str | None) -> User | None:
     if not secret.startswith(PREFIX) or len(secret) > 100:
         return None
     token = db.session.scalar(db.select(ApiToken).where(ApiToken.token_hash == _digest(secret)))
+    user = _user_of(token)
+    if user is not None:
+        g.api_token = token
+    return user
+
+
+def token_is_live(token_id: int) -> bool:
+    """Tell whether the token still signs its user in (for open streams)."""
+    return _user_of(db.session.get(ApiToken, token_id)) is not None
+
+
+def _user_of(token: ApiToken | None) -> User | None:
+    # Revoked, expired, or its user gone or deactivated: the token signs no one in.
     if token is None or token.revoked_at is not None or token.expires_at <= utcnow():
         return None
     user = db.session.get(User, token.user_id)
-    if user is None or not user.active:
-        return None
-    g.api_token = token
-    return user
+    return user if user is not None and user.active else None
 
 
 def request_token() -> ApiToken | None:

@@ -12,6 +12,9 @@ All of it is untrusted input. The rules, for the htmx chat and the API alike:
   tool or prompt;
 - `locale` is kept when it looks like a language tag;
 - `proposable` becomes the declared targets (targets.py), each checked and dropped when it fails.
+
+A context nested more than MAX_JSON_DEPTH (64) levels is refused (a 422 beside the composer), as a JSON
+body is (a 400): in a form field, Python's json module read ~980 levels before its recursion limit.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.assistance.targets import Declared, declared_targets
-from app.policy.schema_subset import InvalidJSON, compact_json, loads_json
+from app.policy.schema_subset import InvalidJSON, compact_json, loads_json, nested_deeper_than, too_deep
 from app.tables.context import PageContext, resolve_page_context
 
 CONTROL_PLANE = ("profile", "tools", "permissions", "roles", "tenant_id", "user_id", "system_prompt")
@@ -85,6 +88,8 @@ def parse_context_text(text: str | None, role: str | None) -> MessageContext:
     try:
         context = loads_json(text)
     except InvalidJSON as error:
+        if "nested" in str(error):  # past the recursion limit
+            raise ContextRejected(too_deep("The context")) from None
         raise ContextRejected(f"The context is not valid JSON: {error}.") from None
     return parse_context(context, role)
 
@@ -95,6 +100,8 @@ def parse_context(context: Any, role: str | None) -> MessageContext:
         return MessageContext()
     if not isinstance(context, dict):
         raise ContextRejected("The context must be an object.")
+    if nested_deeper_than(context):
+        raise ContextRejected(too_deep("The context"))
     found = control_plane_path(context)
     if found:
         raise ControlPlaneKey(f"{found} is not allowed in a message's context: a client does not choose "

@@ -13,11 +13,13 @@ from flask import Blueprint, Response, current_app, jsonify, request, stream_wit
 from flask_login import current_user
 
 from app import api
+from app.accounts import sessions
 from app.api import agui
 from app.api.body import json_body
 from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConversation, NewMessage, dump, parse
 from app.api.errors import ApiError
 from app.api.openapi import ConversationData, ConversationPage, Error, MessageData, MessagePage, documented
+from app.api.tokens import request_token, token_is_live
 from app.assistance.context import ContextRejected, parse_context
 from app.chat import turns
 from app.chat.conversations import get_own_conversation, sidebar_query
@@ -100,7 +102,8 @@ def messages_index(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages", methods=["POST"])
-@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error)
+@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error,
+            HTTP_503=Error)
 def messages_create(conversation_id: int):
     """Send a message and wait for the checked answer; 201 with the assistant message."""
     conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
@@ -112,11 +115,13 @@ def messages_create(conversation_id: int):
         return jsonify(data={"runId": run_id, "status": "running"}), 202
     db.session.expire_all()
     answer = db.session.scalar(db.select(Message).where(Message.run_id == run_id, Message.role == "assistant"))
+    if answer is None:  # the conversation was deleted while the send waited (its run stopped, then purged)
+        raise ApiError(404, "The conversation was deleted while its answer was on the way.")
     return jsonify(data=dump(MessageOut.of(answer))), 201
 
 
 @bp.route("/agent", methods=["POST"])
-@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error)
+@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error, HTTP_503=Error)
 def agent():
     """The AG-UI stream of the same turn as the base transport: `{threadId, message, context}`."""
     body = parse(AgentRun, json_body())
@@ -132,7 +137,7 @@ def agent():
     except BaseException:
         release()
         raise
-    return _event_stream(agui_stream(app, str(conversation.id), run_id), release)
+    return _event_stream(agui_stream(app, str(conversation.id), run_id, viewer=_viewer()), release)
 
 
 def _send(conversation, body: NewMessage) -> str:
@@ -155,7 +160,7 @@ def _send(conversation, body: NewMessage) -> str:
 
 
 @bp.route("/agent/<run_id>")
-@documented(tags=("stream",), HTTP_200=None)
+@documented(tags=("stream",), HTTP_200=None, HTTP_503=Error)
 def agent_resume(run_id: str):
     """Resume the AG-UI stream of one of the user's runs after a sequence number (`Last-Event-ID` or `?after=`)."""
     run = db.session.scalar(db.select(Run).join(Run.conversation).where(
@@ -165,7 +170,7 @@ def agent_resume(run_id: str):
     after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
     app = current_app._get_current_object()
     release = capacity.take_stream(app)  # 503 with Retry-After when this process streams all it can
-    return _event_stream(agui_stream(app, str(run.conversation_id), run.id, after), release)
+    return _event_stream(agui_stream(app, str(run.conversation_id), run.id, after, _viewer()), release)
 
 
 def _event_stream(follow, release) -> Response:
@@ -183,13 +188,32 @@ def _event_stream(follow, release) -> Response:
     return response
 
 
-def agui_stream(app, thread_id: str, run_id: str, after: int = 0):
-    """Follow the run's stored events after `after` and encode them in AG-UI, ending with the checked answer."""
+def _viewer() -> tuple[int | None, str | None]:
+    """What signed this request in, re-checked while its stream is open: a token's id, or a session's token."""
+    token = request_token()
+    return (token.id, None) if token is not None else (None, getattr(current_user, "session_token", None))
+
+
+def _still_signed_in(viewer: tuple[int | None, str | None]) -> bool:
+    token_id, session_token = viewer
+    if token_id is not None:
+        return token_is_live(token_id)
+    return session_token is None or sessions.is_live(session_token)
+
+
+def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer=(None, None)):
+    """Follow the run's stored events after `after` and encode them in AG-UI, ending with the checked answer.
+
+    A revoked or expired token, an ended session or a deactivated user ends the stream at its next look,
+    as the chat's own stream does; the run goes on.
+    """
     if after <= 0:
         yield agui.frame(agui.started(thread_id, run_id), 0)
     seq = max(after, 0)
     while True:
         with app.app_context():
+            if not _still_signed_in(viewer):
+                return
             stored = run_events.events_after(run_id, seq)
             end = next((e for e in stored if e.type == run_events.END), None)
             frames = [agui.frame(item, event.seq) for event in stored for item in agui.tool_events(event)]

@@ -38,7 +38,8 @@ def create():
         return _page(form, status=422)
     db.session.commit()
     # Shown in this answer only: a redirect would have to carry the secret in the session cookie.
-    return _page(ApiTokenForm(formdata=None), secret=secret, status=201)
+    page, status = _page(ApiTokenForm(formdata=None), secret=secret, status=201)
+    return page, status, {"Cache-Control": "no-store"}  # nor kept by a cache or the back button
 
 
 @bp.route("/<int:token_id>/revoke", methods=["POST"])

@@ -236,15 +236,28 @@ class DatasetInvalid(Exception):
         self.errors = errors
 
 
+class _Loader(yaml.SafeLoader):
+    """Safe YAML without aliases: no dataset needs one, and a few nested ones expand 400 bytes into
+    millions of values (shared while parsed, walked and dumped one by one when the case runs)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in a dataset",
+                                              self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+
 def parse(text: str) -> Dataset:
     """Read a dataset from YAML (or JSON) text; raise DatasetInvalid with one error per problem."""
     try:
-        data = yaml.safe_load(text) if text.strip() else None
+        data = yaml.load(text, Loader=_Loader) if text.strip() else None  # a SafeLoader
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
         raise DatasetInvalid([CaseError(case="-", path=where, reason=f"not valid YAML or JSON: "
                                         f"{getattr(error, 'problem', None) or error}")]) from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise DatasetInvalid([CaseError(case="-", path="", reason="the file is nested too deeply")]) from None
     if not isinstance(data, dict):
         raise DatasetInvalid([CaseError(case="-", path="", reason="a dataset is a mapping with name and cases")])
     errors: list[CaseError] = []

@@ -14,7 +14,7 @@ from huey import crontab
 
 from app.extensions import db, jobs
 from app.knowledge.chunking import CHUNKER_VERSION, chunk, embedded_text
-from app.knowledge.library import vector_store
+from app.knowledge.library import folder_error, sync_folder, vector_store
 from app.models import KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.models.base import utcnow
 
@@ -101,9 +101,11 @@ def index_knowledge_base(kb_id: int, max_batches: int | None = None) -> None:
     if kb is None:
         return
     if kb.folder and kb.synced_at is None:
-        from app.knowledge.library import sync_folder
-
-        sync_folder(kb)
+        problem = folder_error(kb.folder)
+        if problem:  # a folder saved before the KNOWLEDGE_FOLDERS rule, or by hand: never read; Sync says why
+            log.warning("knowledge base %s: folder not synced: %s", kb.id, problem)
+        else:
+            sync_folder(kb)
     for document_id in list(db.session.scalars(db.select(KnowledgeDocument.id).where(
             KnowledgeDocument.knowledge_base_id == kb_id).order_by(KnowledgeDocument.id))):
         document = db.session.get(KnowledgeDocument, document_id)

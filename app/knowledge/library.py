@@ -15,6 +15,8 @@ from app.models import KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.models.base import utcnow
 
 log = logging.getLogger(__name__)
+MAX_FOLDER = 500  # KnowledgeBase.folder
+MAX_SOURCE = 600  # KnowledgeDocument.source
 
 
 def vector_store():
@@ -69,6 +71,8 @@ def folder_error(folder: str) -> str | None:
     path = Path(folder)
     if not path.is_absolute():
         return "Give the folder's absolute path on the server."
+    if len(folder) > MAX_FOLDER:
+        return f"Give a folder path of at most {MAX_FOLDER} characters."
     real = path.resolve()  # `..` and symlinks resolved before the check, not after
     allowed = allowed_folders()
     if not any(real == root or real.is_relative_to(root) for root in allowed):
@@ -83,7 +87,8 @@ def sync_folder(kb: KnowledgeBase, max_bytes: int = MAX_BYTES) -> dict[str, int]
     """Mirror the knowledge base's folder: add new files, update changed ones, delete vanished ones.
 
     One file's failure (too big, unreadable) is recorded on its document; the others go on. A file
-    whose real path is outside the folder (a symlink out of it) is skipped, never read. Commits.
+    whose real path is outside the folder (a symlink out of it), or whose path is longer than a source
+    can hold, is skipped, never read. Commits.
     """
     if not kb.folder:
         raise ValueError("This knowledge base has no folder to sync.")
@@ -96,11 +101,11 @@ def sync_folder(kb: KnowledgeBase, max_bytes: int = MAX_BYTES) -> dict[str, int]
     for path in sorted(root.rglob("*")):
         if not path.is_file() or kind_of(path.name) is None:
             continue
-        if not path.resolve().is_relative_to(real_root):
-            counts["skipped"] += 1
-            log.warning("skipped %s: it links outside %s", path, root)
-            continue
         source = f"folder:{path.relative_to(root).as_posix()}"
+        if not path.resolve().is_relative_to(real_root) or len(source) > MAX_SOURCE:
+            counts["skipped"] += 1
+            log.warning("skipped %s: it links outside %s, or its path is too long to keep", path, root)
+            continue
         seen.add(source)
         existed = db.session.scalar(db.select(KnowledgeDocument.content_hash).where(
             KnowledgeDocument.knowledge_base_id == kb.id, KnowledgeDocument.source == source))

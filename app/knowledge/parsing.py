@@ -40,7 +40,8 @@ def parse(filename: str, data: bytes, max_bytes: int = MAX_BYTES) -> tuple[str, 
     text = text.replace("\r\n", "\n").replace("\x00", "")
     if not text.strip():
         raise UnreadableDocument(f"{filename}: no text found")
-    return (title or PurePath(filename).stem.replace("_", " ").replace("-", " ")).strip()[:300], text
+    title = (title or PurePath(filename).stem.replace("_", " ").replace("-", " ")).replace("\x00", "")
+    return title.strip()[:300], text  # no NUL in the title either: PostgreSQL refuses it
 
 
 def _first_heading(text: str) -> str:

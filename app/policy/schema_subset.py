@@ -121,6 +121,27 @@ def _describe(error) -> str:
     return f"value{path}: {error.message}" if path else error.message
 
 
+MAX_JSON_DEPTH = 64
+"""Arrays and objects nested in JSON a client sends, at most (a page context or a webhook needs a handful)."""
+
+
+def too_deep(what: str = "The JSON body") -> str:
+    """Say that `what` is nested past MAX_JSON_DEPTH, and the fix (one wording for bodies and form fields)."""
+    return f"{what} is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter {what.split()[-1].lower()}."
+
+
+def nested_deeper_than(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Tell whether arrays and objects in a parsed JSON value nest more than `limit` levels; a loop, not recursion."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def compact_json(value: Any) -> str:
     """Serialize as compact JSON; NaN and Infinity raise ValueError (they are not JSON)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from flask import Flask, current_app
 
@@ -141,12 +141,21 @@ def events_after(run_id: str, seq: int) -> list[RunEvent]:
     ))
 
 
+class TextScreen(Protocol):
+    """What screens a streamed answer (app/runtime/holdback.py `StreamScreen`)."""
+
+    def feed(self, delta: str) -> str: ...
+
+    def rest(self) -> str: ...
+
+
 class EventWriter:
     """Stores a run's events in order. Text deltas are coalesced for a few milliseconds.
 
     A delta is never held longer than that (a timer on the runtime loop stores it when the model
-    pauses), unless the writer holds its text: a chat run does (`hold_text`), so that its answer is
-    stored with the end event, once the output guardrails have checked it.
+    pauses), unless the writer holds its text (`hold_text`: an agent with output checks, whose answer
+    is stored with the end event once checked) or screens it (`screen_text`: every other agent, whose
+    answer streams through the output guardrails' hold-back window, app/runtime/holdback.py).
     """
 
     def __init__(self, app: Flask, run_id: str, start_seq: int = 0) -> None:
@@ -156,6 +165,8 @@ class EventWriter:
         self._text: list[str] = []
         # Held text is stored only with the end event: the answer is shown once it is checked.
         self.holding = False
+        # Screened text goes out as far as the screen lets it; the rest with the end event.
+        self._screen: TextScreen | None = None
         self._told_writing = False
         self._last_flush = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
@@ -164,6 +175,10 @@ class EventWriter:
     def text(self, delta: str) -> None:
         if not delta:
             return
+        if self._screen is not None and not self.holding:
+            delta = self._screen.feed(delta)
+            if not delta:
+                return
         self._text.append(delta)
         if self.holding:
             return
@@ -177,7 +192,11 @@ class EventWriter:
 
     def hold_text(self) -> None:
         """Keep the text back until the end event (tool steps still go out at once)."""
-        self.holding = True
+        self.holding, self._screen = True, None
+
+    def screen_text(self, screen: TextScreen) -> None:
+        """Let the text out as far as `screen` allows; what it still holds goes with the end event."""
+        self.holding, self._screen = False, screen
 
     def writing(self) -> None:
         """While the text is held, tell listeners once that the answer is being written (a WRITING event)."""
@@ -204,7 +223,10 @@ class EventWriter:
         Call `published()` once the caller has committed.
         """
         self._cancel_timer()
-        rows = [self._pending_text()] if self._text else []
+        if self._screen is not None:  # the end: the answer has passed the guardrails whole
+            self._text.append(self._screen.rest())
+            self._screen = None
+        rows = [self._pending_text()] if any(self._text) else []
         rows += [self._row(type_, data) for type_, data in events]
         db.session.execute(db.insert(RunEvent), rows)
         self._wakeups.stage(db.session, self._message())
@@ -219,8 +241,10 @@ class EventWriter:
         return self._row("text", {"delta": delta})
 
     def discard_text(self) -> None:
+        """Drop the text not yet stored, and hold whatever comes after it (a refusal, a checked answer)."""
         self._cancel_timer()
         self._text = []
+        self.hold_text()
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:

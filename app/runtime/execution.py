@@ -38,6 +38,7 @@ from app.runtime import deferred, history, loop
 from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.history import load_history
+from app.runtime.holdback import StreamScreen
 from app.runtime.model_choice import model_spec_for
 from app.runtime.outcome import (
     Outcome,
@@ -195,7 +196,8 @@ async def execute(app: Flask, turn: Turn) -> str:
     """Run one prepared turn to its end and store the outcome; returns the final status."""
     run_id = turn.run_id
     writer = run_events.EventWriter(app, run_id)
-    # Every answer is held until the output guardrails have checked it (tool steps still go out at once).
+    # An answer is held until checked (tool steps still go out at once), unless `_drive` finds no
+    # output checks on the agent: then it streams through the guardrails' hold-back window.
     writer.hold_text()
     outcome = Outcome()
     if turn.agent is None:
@@ -225,6 +227,9 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                 # Skills that check the complete answer before anyone sees it (`review_answer`, e.g. UI proposals).
                 outcome.reviewers = [(skill, config, items) for skill, config, items in built.skills
                                      if skill.review_answer is not None and items]
+                if not outcome.reviewers:  # no output checks: the answer streams, screened by the guardrails
+                    with app.app_context():
+                        writer.screen_text(StreamScreen(built.guardrail))
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
                 async with built.agent.run_stream_events(
                     turn.prompt if turn.prompt or turn.deferred is None else None,

@@ -16,8 +16,10 @@ answer may rightly quote it. What the rules cannot catch (a secret spelled out, 
 pieces; instructions paraphrased) is listed in docs/architecture.md.
 
 A refused answer is stored and shown as REFUSAL, with the status `refused` and nothing else in its
-metadata; the refused text is never streamed (every answer is held until it is checked), stored, or
-kept in the model context.
+metadata; no part of the refused text is ever streamed, stored, or kept in the model context. An answer
+is held until it is checked when the agent has output checks (a skill's `review_answer`); otherwise it
+streams through the hold-back window of app/runtime/holdback.py, which never lets out text a match could
+begin with.
 """
 
 from __future__ import annotations
@@ -45,8 +47,14 @@ PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----
 WORD = re.compile(r"\w+")
 
 
+def word_forms(word: str) -> list[str]:
+    """Return the compared forms of one word of a text: casefolded (which may split it, as İ does)."""
+    return WORD.findall(word.casefold())
+
+
 def _words(text: str) -> list[str]:
-    return WORD.findall(text.casefold())
+    # Word by word, as the stream's screen (app/runtime/holdback.py) reads a text being written.
+    return [form for word in WORD.findall(text) for form in word_forms(word)]
 
 
 def _runs(words: list[str]) -> set[tuple[str, ...]]:
@@ -58,7 +66,7 @@ class OutputGuardrail:
 
     def __init__(self, user_id: int | None, instructions: str) -> None:
         self.user_id = user_id
-        self._instruction_runs = _runs(_words(instructions or ""))
+        self.instruction_runs = _runs(_words(instructions or ""))
         self._secrets: list[str] | None = None
 
     def secrets(self) -> list[str]:
@@ -78,7 +86,7 @@ class OutputGuardrail:
             return "api_token"
         if PRIVATE_KEY.search(text):
             return "private_key"
-        if self._instruction_runs and self._instruction_runs & _runs(_words(text)):
+        if self.instruction_runs and self.instruction_runs & _runs(_words(text)):
             return "instructions"
         return None
 

@@ -102,7 +102,7 @@ def guard_output(outcome: Outcome, writer: EventWriter, start: int) -> bool:
     if outcome.messages:
         outcome.messages = refused_context(outcome.messages, start, outcome.guardrail)
     writer.discard_text()
-    writer.text(REFUSAL)  # the answer is held, so this lands with the end event
+    writer.text(REFUSAL)  # held from now on (discard_text), so this lands with the end event
     return True
 
 

@@ -136,8 +136,10 @@ class Skill:
     # the place to queue follow-up jobs. Its failures are logged, never the turn's.
     after_turn: Callable[[Any, TurnEnd], None] | None = None
     # `review_answer(config, built, text)` checks the run's complete answer before anyone sees it and returns
-    # (the text to store, what the message's metadata keeps). Every answer is held back until the output
-    # guardrails (app/runtime/guardrails.py) have checked it, after this hook, and shown once checked.
+    # (the text to store, what the message's metadata keeps). While a skill that built something for the
+    # run has this hook, the answer is held back and shown once checked (by it, then by the output
+    # guardrails, app/runtime/guardrails.py); without one, the answer streams through the guardrails'
+    # hold-back window (app/runtime/holdback.py).
     review_answer: Callable[[Any, list[Built], str], tuple[str, dict[str, Any]]] | None = None
     # `answer_meta(config, built)` returns what the answer's metadata keeps for this skill (e.g. the
     # action memory's ledger). Called as the turn is stored, unless the answer was refused.

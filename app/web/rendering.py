@@ -45,7 +45,7 @@ def pretty_json(text: str) -> str:
     """Indent a JSON string for display; leave anything else as it is."""
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep (model text)
         return text
 
 

@@ -8,7 +8,8 @@ JSON body (keys included).
 
 The same walk refuses (400) a JSON body nested deeper than MAX_JSON_DEPTH: Python's json module
 parses and serializes recursively, so a few thousand `[` raised RecursionError here, in the view,
-or wherever the body was dumped again (a 500).
+or wherever the body was dumped again (a 500). A page context sent in a form field is held to the
+same depth, with the same words, by app/assistance/context.py.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from typing import Any
 
 from flask import Flask, abort, request
 
+from app.policy.schema_subset import MAX_JSON_DEPTH, too_deep
+
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """C0 and C1 control characters and DEL, except tab (09), newline (0A) and carriage return (0D)."""
-MAX_JSON_DEPTH = 64
-"""Arrays and objects nested in a JSON body, at most (a page context or a webhook needs a handful)."""
-TOO_DEEP = f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter body."
+TOO_DEEP = too_deep("The JSON body")
 
 
 def refuse_control_characters() -> None:

@@ -13,11 +13,13 @@ import pytest
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter
 
+from app.api.tokens import create_token
 from app.extensions import db
 from app.guards.credentials import save_credential
-from app.models import Conversation, Run
+from app.models import ApiToken, Conversation, Run, User
+from app.models.base import utcnow
 from app.policy.proposals import PENDING
-from app.runtime import capacity
+from app.runtime import capacity, execution
 from app.runtime.guardrails import REFUSAL
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted
@@ -230,3 +232,43 @@ def test_the_stream_starts_before_the_run_ends(app, client, auth, scripted_model
     response.close()
     assert first.startswith("id: 0\nevent: RUN_STARTED") and status == "running"
     assert "Done." in rest
+
+
+@pytest.mark.parametrize("change", ["revoke the token", "deactivate the user"])
+def test_a_revoked_token_or_a_deactivated_user_ends_an_open_stream(app, client, auth, scripted_model, change):
+    """As the chat's own stream ends on sign-out: the AG-UI stream of a token revoked meanwhile (or of a
+    user deactivated meanwhile) stops at its next look, instead of following the run to its end."""
+    answer_now = threading.Event()
+
+    async def slow(messages, info):
+        await asyncio.get_running_loop().run_in_executor(None, answer_now.wait, 30)
+        yield "Done."
+
+    auth.login_as("user")
+    with app.app_context():
+        agent_id = make_agent(model_config_id=scripted_model(stream_function=slow)).id
+        user = db.session.scalar(db.select(User).where(User.role == "user"))
+        token, secret = create_token(user, "Script", "chat", 7)
+        db.session.commit()
+        token_id = token.id
+    conversation_id = client.post("/api/conversations", data=json.dumps({"agentId": agent_id}),
+                                  content_type="application/json").json["data"]["id"]
+    script = app.test_client()
+    response = script.post("/api/agent", data=json.dumps({"threadId": conversation_id, "message": "Hi"}),
+                           content_type="application/json", headers={"Authorization": f"Bearer {secret}"})
+    chunks = iter(response.response)
+    assert next(chunks).decode().startswith("id: 0\nevent: RUN_STARTED")
+    with app.app_context():
+        if change == "revoke the token":
+            db.session.get(ApiToken, token_id).revoked_at = utcnow()
+        else:
+            db.session.get(User, db.session.get(ApiToken, token_id).user_id).active = False
+        db.session.commit()
+    rest = b"".join(chunks).decode()  # ends at the stream's next look, while the model still waits
+    with app.app_context():
+        run_id, status = db.session.execute(db.select(Run.id, Run.status)
+                                            .where(Run.conversation_id == conversation_id)).one()
+    answer_now.set()
+    response.close()
+    execution.wait(run_id)  # the run goes on to its end: let it finish before the test's database goes
+    assert "RUN_FINISHED" not in rest and status == "running"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
 import pytest
 
 from app.api.tokens import create_token
 from app.extensions import db
-from app.models import Conversation, User
+from app.models import Conversation, Run, User
 from app.policy.proposals import PENDING
 from tests.conftest import make_agent
 from tests.skill_chat import Script, scripted
@@ -173,3 +175,38 @@ def test_a_read_token_cannot_send_and_a_chat_token_can(app, client, auth, agent_
     assert client.get(url, headers={"Authorization": f"Bearer {read_secret}"}).json["data"] == []
     sent = post(client, url, {"message": "Hi"}, {"Authorization": f"Bearer {chat_secret}"})
     assert sent.status_code == 201 and sent.json["data"]["content"] == "Hello from the API."
+
+
+def test_a_send_whose_conversation_is_deleted_meanwhile_is_a_404(app, client, auth, scripted_model):
+    """The send waits for the run; a DELETE from another client stops the run and purges its messages,
+    and a send that read after the purge found no answer to return (a 500). Which of the two reads
+    first is a race, so this test failed only sometimes before the fix; it never passes a 500."""
+    answer_now = threading.Event()
+
+    async def slow(messages, info):
+        await asyncio.get_running_loop().run_in_executor(None, answer_now.wait, 30)
+        yield "Done."
+
+    auth.login_as("user")
+    with app.app_context():
+        agent_id = make_agent(model_config_id=scripted_model(stream_function=slow)).id
+    conversation_id = post(client, "/api/conversations", {"agentId": agent_id}).json["data"]["id"]
+    answers = []
+    sender = threading.Thread(target=lambda: answers.append(
+        post(client, f"/api/conversations/{conversation_id}/messages", {"message": "Hi"})))
+    sender.start()
+    with app.app_context():
+        for _ in range(200):
+            if db.session.scalar(db.select(Run.status).where(Run.conversation_id == conversation_id)) == "running":
+                break
+            db.session.remove()
+            threading.Event().wait(0.05)
+    other = app.test_client()
+    other.set_cookie("session", client.get_cookie("session").value)
+    assert other.delete(f"/api/conversations/{conversation_id}").status_code == 204
+    answer_now.set()
+    sender.join(30)
+    answer = answers[0]
+    # The send reads after the purge (404), or just before it (the stopped run's answer): never a 500.
+    assert (answer.status_code, answer.json.get("code")) == (404, "NOT_FOUND") or (
+        answer.status_code == 201 and answer.json["data"]["metadata"]["status"] == "cancelled"), answer.json

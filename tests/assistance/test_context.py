@@ -10,6 +10,7 @@ from app.assistance.context import ContextRejected, ControlPlaneKey, parse_conte
 from app.assistance.targets import MAX_TARGETS, declared_targets
 from app.extensions import db
 from app.models import Message
+from app.policy.schema_subset import MAX_JSON_DEPTH
 from app.runtime import execution
 from app.tables.records import insert_row
 from app.tables.schema import get_table
@@ -85,6 +86,31 @@ def test_the_htmx_chat_answers_422_beside_the_composer_and_sends_nothing(app, cl
 def test_a_context_that_is_not_a_json_object_is_refused(text, reason):
     with pytest.raises(ContextRejected, match=reason):
         parse_context_text(text, "user")
+
+
+def deep_context(levels: int) -> str:
+    """A context whose page nests `levels` arrays and objects in all (the context and page included)."""
+    return '{"page": {"list": ' + "[" * (levels - 2) + "]" * (levels - 2) + "}}"
+
+
+@pytest.mark.parametrize("levels", [MAX_JSON_DEPTH + 1, 900, 5000])
+def test_a_form_context_nested_past_the_json_limit_is_refused_with_the_body_words(levels):
+    with pytest.raises(ContextRejected, match=f"nested more than {MAX_JSON_DEPTH} levels deep"):
+        parse_context_text(deep_context(levels), "user")
+
+
+def test_a_form_context_at_the_json_limit_is_read():
+    assert parse_context_text(deep_context(MAX_JSON_DEPTH), "user").page is None
+
+
+def test_a_deep_form_context_is_422_beside_the_composer(app, client, auth, scripted_model):
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, model_config_id=chat_model(scripted_model, words("Hi")))
+    response = client.post(f"/chat/{conversation_id}/messages", data={"text": "Hello", "context": deep_context(900)},
+                           headers=HX)
+    assert response.status_code == 422 and "send a flatter context" in response.text
+    with app.app_context():
+        assert db.session.scalar(db.select(db.func.count(Message.id))) == 0
 
 
 # --- the resolver ---------------------------------------------------------------------------------

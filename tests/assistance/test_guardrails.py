@@ -70,8 +70,8 @@ def test_an_answer_that_leaks_a_saved_credential_is_refused_and_stored_nowhere(a
         kinds = [e.type for e in stored]
         context = db.session.get(Conversation, conversation_id).model_context
         rows = every_row_text()
-    assert texts == [REFUSAL]  # the answer was held: the refused text never went out, not even as a delta
-    assert kinds == ["writing", "text", "end"] and stored[0].data == {}  # `writing` says only that it is written
+    assert texts == [REFUSAL]  # the screen stopped at the secret: the refused text never went out, not even a delta
+    assert kinds == ["text", "end"]  # an answer that streams has no `writing` event
     assert REFUSAL in context  # the model context holds the refusal instead of the refused text
     for where in (rows, stream, caplog.text):
         assert SECRET not in where

@@ -141,3 +141,10 @@ def test_the_token_decides_when_a_signed_in_session_sends_one(app, client, auth)
     assert refused.status_code == 403 and refused.json["code"] == "INSUFFICIENT_SCOPE"
     assert client.get("/api/me/preferences", headers=bearer("sdk_" + "x" * 43)).status_code == 401
     assert client.get("/api/me/preferences").status_code == 200  # the session alone still signs in
+
+
+def test_the_page_that_shows_a_new_token_is_never_stored_by_a_cache(client, auth):
+    """The secret is in that one answer: a browser's cache or back button must not keep a copy."""
+    auth.login_as("user")
+    response = create(client)
+    assert response.status_code == 201 and response.headers["Cache-Control"] == "no-store"

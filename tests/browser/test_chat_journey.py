@@ -1,6 +1,6 @@
-"""Chatting in real Chromium: an answer with a tool step, reload during a run, Stop, rename, search,
+"""Chatting in real Chromium: a streamed answer with a tool step, reload during a run, Stop, rename, search,
 delete, sharing with a named user who continues a copy while a third user gets 404, a long chat that
-shows its earlier messages on demand, and an answer the output guardrails refuse."""
+shows its earlier messages on demand, and a streamed answer the output guardrails refuse."""
 
 from __future__ import annotations
 
@@ -25,21 +25,13 @@ STORY = [f"word{n} " for n in range(40)] + ["The end."]
 
 
 @pytest.fixture
-def told() -> threading.Event:
-    """Set once the story's model has said its first four words (answers are held until checked)."""
-    return threading.Event()
-
-
-@pytest.fixture
-def slow_agent(app, scripted_model, told) -> str:
+def slow_agent(app, scripted_model) -> str:
     """An agent whose model streams a 41-word story, one word every 60 ms."""
 
     async def story(messages, info):
-        for index, word in enumerate(STORY):
+        for word in STORY:
             await asyncio.sleep(0.06)
             yield word
-            if index == 3:
-                told.set()
 
     with app.app_context():
         return make_agent("Storyteller", model_config_id=scripted_model(function=offline.respond,
@@ -92,7 +84,7 @@ def test_chat_with_a_tool_step_then_rename_search_and_delete(page: Page, app, li
     expect(page.locator(".conversation-item")).to_have_count(0)
 
 
-def test_reload_during_a_run_then_stop_a_run(page: Page, app, live_server, slow_agent, told):
+def test_reload_during_a_run_then_stop_a_run(page: Page, app, live_server, slow_agent):
     with app.app_context():
         make_user("user", email="rex@example.org")
     url = live_server.url
@@ -101,21 +93,16 @@ def test_reload_during_a_run_then_stop_a_run(page: Page, app, live_server, slow_
 
     send(page, "Tell me a story")
     live = page.locator("article.message.assistant.live")
-    expect(live.locator(".typing")).to_be_visible()
-    assert told.wait(10)
-    # The answer is held until the output guardrails have checked it: nothing of it shows while it runs.
-    expect(live.locator(".bubble.streaming")).to_have_text("")
-    page.reload()  # the page re-attaches to the run
+    expect(live.locator(".bubble.streaming")).to_contain_text("word3")
+    page.reload()  # the page re-attaches to the run and replays what was said so far
     expect(page.locator("article.message.assistant.live")).to_have_count(1)
     final = page.locator("article.message.assistant").last
     expect(final).to_contain_text("The end.", timeout=10_000)
     expect(page.locator("article.message.assistant.live")).to_have_count(0)
     expect(final).to_contain_text("word0 word1 word2")
 
-    told.clear()
     send(page, "Another story")
-    expect(page.locator("article.message.assistant.live .typing")).to_be_visible()
-    assert told.wait(10)
+    expect(page.locator("article.message.assistant.live .bubble.streaming")).to_contain_text("word2")
     page.get_by_role("button", name="Stop").click()
     stopped = page.locator("article.message.assistant").last
     expect(stopped).to_contain_text("Stopped. What was produced before Stop is kept above.")
@@ -220,12 +207,20 @@ def test_a_long_chat_opens_at_its_end_and_shows_earlier_messages_on_demand(page:
     expect(page.get_by_role("button", name="Show earlier messages")).to_have_count(0)
 
 
-def test_an_answer_that_leaks_a_saved_credential_shows_as_refused(page: Page, app, live_server, scripted_model):
+def test_a_streamed_answer_that_leaks_a_saved_credential_is_replaced_by_the_refusal(page: Page, app, live_server,
+                                                                                    scripted_model):
     secret = "ghp_7Hq2ZpL0vXw9Ks3Rt"
+    reached = threading.Event()
 
     async def leak(messages, info):
-        yield "Your token is "
-        yield secret
+        for word in STORY[:20]:
+            await asyncio.sleep(0.03)
+            yield word
+        await asyncio.to_thread(reached.wait, 10)  # the page has shown the innocent words
+        yield "and your token is "
+        for char in secret:
+            await asyncio.sleep(0.03)
+            yield char
 
     with app.app_context():
         user = make_user("user", email="rae@example.org")
@@ -236,9 +231,15 @@ def test_an_answer_that_leaks_a_saved_credential_shows_as_refused(page: Page, ap
     sign_in(page, live_server.url, "rae@example.org")
     page.get_by_role("button", name=f"Chat with {name}").click()
     send(page, "What is my GitHub token?")
+    # The innocent words stream live; then the end swaps the streamed bubble for the refusal.
+    expect(page.locator("article.message.assistant.live .bubble.streaming")).to_contain_text("word0 word1 word2")
+    expect(page.locator("article.message.assistant.live .bubble.streaming")).to_contain_text("word18 word19")
+    reached.set()
     message = page.locator("article.message.assistant.status-refused")
     expect(message.locator(".bubble.answer")).to_have_text(REFUSAL, timeout=15_000)
     expect(message.get_by_test_id("run-refused")).to_contain_text("Refused.")
-    expect(page.locator("main")).not_to_contain_text(secret)
+    expect(page.locator("article.message.assistant.live")).to_have_count(0)
+    expect(page.locator("main")).not_to_contain_text("word18")  # the streamed prefix is gone with the bubble
+    expect(page.locator("main")).not_to_contain_text(secret[:4])
     page.reload()
     expect(page.locator("article.message.assistant.status-refused .bubble.answer")).to_have_text(REFUSAL)

@@ -102,3 +102,23 @@ def test_duplicate_ids_and_broken_yaml_and_an_empty_list_are_errors():
     assert broken.startswith("case -: line ") and "not valid YAML" in broken
     assert errors_of("name: d\ncases: []\n") == ["case -: cases: list at least one case"]
     assert errors_of("- just a list") == ["case -: a dataset is a mapping with name and cases"]
+
+
+def test_yaml_aliases_are_refused_so_a_small_file_cannot_expand_into_millions_of_values():
+    """Eight nested aliases of nine made 43 million values out of 400 bytes: parsing was instant (the
+    values are shared), but the run walked the page context for 26 s, and dumping it took gigabytes."""
+    anchors = ['&a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    anchors += [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 8)]
+    context = f"{{page: {{list: [{', '.join(anchors)}]}}}}"
+    text = f"name: laughs\ncases:\n  - id: one\n    prompt: hi\n    page_context: {context}\n"
+    with pytest.raises(DatasetInvalid) as raised:
+        parse(text)
+    assert "aliases" in str(raised.value.errors[0]) and "line 5" in str(raised.value.errors[0])
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+def test_a_deeply_nested_file_is_refused_not_a_crash(depth):
+    """PyYAML composes recursively: a few hundred `[` raised RecursionError, a 500 on the dataset page."""
+    with pytest.raises(DatasetInvalid) as raised:
+        parse("name: deep\ncases: " + "[" * depth + "]" * depth)
+    assert "nested too deeply" in str(raised.value.errors[0])

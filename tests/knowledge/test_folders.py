@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.extensions import db
+from app.knowledge.indexing import index_knowledge_base
 from app.knowledge.library import sync_folder
 from app.models import KnowledgeBase, KnowledgeDocument
 from tests.knowledge.test_admin_form import error_beside
@@ -69,6 +70,22 @@ def test_sync_refuses_a_folder_that_is_no_longer_allowed(app, client, auth, allo
         assert db.session.scalar(db.select(db.func.count(KnowledgeDocument.id))) == 0
 
 
+def test_the_indexing_job_does_not_sync_a_never_synced_folder_outside_the_allowed_ones(app, allowed):
+    outside = allowed.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nThe root password.")
+    with app.app_context():
+        kb = KnowledgeBase(name="Old", roles=["user"], folder=str(outside))  # stored before the rule, or by hand
+        db.session.add(kb)
+        db.session.commit()
+        index_knowledge_base.delay(kb.id)
+        assert db.session.scalar(db.select(db.func.count(KnowledgeDocument.id))) == 0
+        kb.folder = str(allowed)
+        db.session.commit()
+        index_knowledge_base.delay(kb.id)  # inline in tests; an allowed folder is still synced by the job
+        assert db.session.scalar(db.select(db.func.count(KnowledgeDocument.id))) == 1
+
+
 def test_a_symlink_out_of_the_folder_is_not_read(app, allowed, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("the server's secret")
@@ -84,3 +101,30 @@ def test_a_symlink_out_of_the_folder_is_not_read(app, allowed, tmp_path):
         texts = " ".join(db.session.scalars(db.select(KnowledgeDocument.content)))
     assert sources == {"folder:guide.md", "folder:inside.md"}
     assert "secret" not in texts and counts["skipped"] == 1
+
+
+def deep_folder(root: Path, length: int) -> Path:
+    """A real folder under root whose path is at least `length` characters."""
+    path = root
+    while len(str(path)) < length:
+        path = path / ("d" * 100)
+    path.mkdir(parents=True)
+    return path
+
+
+def test_a_folder_path_too_long_to_keep_is_a_422(app, client, auth, allowed):
+    auth.login_as("admin")
+    response = client.post("/admin/knowledge/", data={"name": "Deep", "roles": ["user"],
+                                                      "folder": str(deep_folder(allowed, 501))})
+    assert response.status_code == 422 and "at most 500 characters" in error_beside(response.text, "folder")
+
+
+def test_a_file_whose_path_is_too_long_to_keep_is_skipped(app, allowed):
+    (deep_folder(allowed, len(str(allowed)) + 600) / "far.md").write_text("# Far\n\nAway.")
+    with app.app_context():
+        kb = KnowledgeBase(name="Shared", roles=["user"], folder=str(allowed))
+        db.session.add(kb)
+        db.session.commit()
+        counts = sync_folder(kb)
+        assert set(db.session.scalars(db.select(KnowledgeDocument.source))) == {"folder:guide.md"}
+    assert counts["skipped"] == 1 and counts["added"] == 1

@@ -60,7 +60,7 @@ def step_headline(text: str) -> str:
     """
     try:
         args = json.loads(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nested thousands deep (model text)
         return ""
     first = next((value for value in args.values() if isinstance(value, str) and value.strip()), "") \
         if isinstance(args, dict) else ""

@@ -10,6 +10,7 @@ from wtforms.validators import DataRequired, Email, EqualTo, Length, ValidationE
 from app.database import taken
 from app.guards.credentials import MAX_VALUE_CHARS, check_name
 from app.models import ROLES, User
+from app.policy.bidi import one_line
 from app.web.form_fields import stripped
 
 PASSWORD_MIN = 10
@@ -28,7 +29,7 @@ class SignInForm(FlaskForm):
 
 
 class NewUserForm(FlaskForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=100)])
+    name = StringField("Name", validators=[DataRequired(), Length(max=100), one_line])
     email = EmailField("E-mail", validators=[DataRequired(), Email(check_deliverability=False),
                                              Length(max=254), _unique_email])
     password = PasswordField("Password", validators=[
@@ -59,7 +60,7 @@ class PasswordForm(FlaskForm):
 class CredentialForm(FlaskForm):
     """A credential to save: its name and its value (the value is never sent back, not even with an error)."""
 
-    name = StringField("Name", filters=[stripped])
+    name = StringField("Name", filters=[stripped], validators=[one_line])
     value = PasswordField("Value", filters=[stripped])
 
     def validate_name(self, field) -> None:

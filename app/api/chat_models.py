@@ -10,6 +10,7 @@ from pydantic.alias_generators import to_camel
 
 from app.api.errors import ApiError
 from app.models import Conversation, Message
+from app.policy.bidi import bidi_problem
 
 # Metadata a client may read: never the run's extras, which hold the resolved page context.
 PUBLIC_META = ("status", "error", "proposals")
@@ -31,6 +32,8 @@ class NewConversation(Body):
     def _one_line(cls, title: str | None) -> str | None:
         if title is None:
             return None
+        if problem := bidi_problem(title):
+            raise ValueError(problem)
         return " ".join(title.split()) or None  # as the chat's rename does
 
 

@@ -12,6 +12,7 @@ from wtforms.validators import DataRequired, Length, Optional, Regexp, Validatio
 from app.api.tokens import EXPIRY_DAYS
 from app.assistance.preferences import PreferenceError, update_preferences
 from app.models import User
+from app.policy.bidi import one_line
 from app.policy.schema_subset import InvalidJSON, loads_json
 
 
@@ -22,7 +23,7 @@ class AssistantSettingsForm(FlaskForm):
 
 
 class ApiTokenForm(FlaskForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=80)],
+    name = StringField("Name", validators=[DataRequired(), Length(max=80), one_line],
                        description="What the token is for, e.g. “laptop script”.")
     scope = SelectField("Scope", choices=[SelectChoice("read", "Read: list and read conversations, preferences"),
                                           SelectChoice("chat", "Read and chat: also send messages, change things")],

@@ -14,6 +14,7 @@ from app.chat.pages import render_chat, sidebar_page
 from app.chat.purge import purge_conversation
 from app.extensions import db
 from app.models import Agent, Conversation, Message
+from app.policy.bidi import bidi_problem
 from app.skills.compaction import compact_stored_context, compaction_config
 from app.web.htmx import is_htmx, retarget
 
@@ -138,8 +139,9 @@ def _compact_summary(result) -> str:
 def rename(conversation_id: int):
     conversation = get_own_conversation(conversation_id)
     title = " ".join((request.form.get("title") or "").split())
-    if not title or len(title) > TITLE_MAX:
-        message = "Give the chat a title." if not title else f"Use at most {TITLE_MAX} characters."
+    message = "Give the chat a title." if not title else \
+        f"Use at most {TITLE_MAX} characters." if len(title) > TITLE_MAX else bidi_problem(title)
+    if message:
         if is_htmx():
             return retarget(render_template("chat/_rename.html", conversation=conversation, error=message,
                                             title=title), "#rename-form"), 422

@@ -20,6 +20,7 @@ from pydantic_ai.exceptions import AgentRunError, UserError
 
 from app.extensions import db, jobs
 from app.models import Agent, Conversation, Message
+from app.policy.bidi import BIDI_CONTROL
 from app.runtime import loop
 from app.runtime.guardrails import OutputGuardrail
 from app.runtime.model_choice import model_spec_for
@@ -49,6 +50,8 @@ class GeneratedTitle(BaseModel):
             problems.append(f"use at most {MAX_CHARS} characters (this has {len(value)})")
         if "\n" in value or "\r" in value:
             problems.append("do not break the line")
+        if BIDI_CONTROL.search(value):
+            problems.append("do not use bidirectional control characters")
         if re.search(r"[\"'“”‘’`]", value):
             problems.append("do not use quotes")
         if re.search(r"[*_#\[\]<>|~]", value) or plain_text(value) != " ".join(value.split()):
@@ -62,7 +65,7 @@ class GeneratedTitle(BaseModel):
 
 def fallback_title(question: str) -> str:
     """Return the first words of the question as plain text, cut at a word boundary to 40 characters."""
-    return first_words(plain_text(question), MAX_CHARS) or "New chat"
+    return first_words(BIDI_CONTROL.sub("", plain_text(question)), MAX_CHARS) or "New chat"  # a message may hold them
 
 
 async def ask_title_model(spec, question: str, answer: str) -> str:

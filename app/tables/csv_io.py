@@ -3,6 +3,11 @@
 An upload is kept in IMPORTS_PATH (instance/imports/) under a random token between the preview and the
 confirmation; the confirmation reads it again with the kinds the admin chose, so what is
 imported is exactly what the last preview showed.
+
+Formulas (OWASP CSV injection): an exported text cell that a spreadsheet would evaluate (starting with
+=, +, -, @, tab or CR), or that already starts with quotes before one of them, gets one more `'` in
+front; the import takes one `'` off such a text cell. So an export imports back exactly (no doubled
+prefix, and text that really starts with `'=` keeps it), while numbers, dates and yes/no stay as they are.
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ CHOICES_MAX = 50
 BATCH = 1_000
 KEEP_UPLOADS_SECONDS = 24 * 3600
 TOKEN = re.compile(r"^[0-9a-f]{32}$")
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+QUOTED_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+"""A text a spreadsheet would run as a formula, behind any number of `'` (each export adds one)."""
 
 
 class ImportError_(ValueError):
@@ -226,7 +232,7 @@ def _check_row(plan: Plan, required: set[str], width: int, line: int, values: li
     reasons = []
     for column in plan.imported_columns:
         try:
-            value = parse_kind(column.kind, values[column.index], column.choices)
+            value = parse_kind(column.kind, _unquoted(column.kind, values[column.index]), column.choices)
         except ValueError as error:
             reasons.append(f"{column.header}: {error}")
             continue
@@ -312,9 +318,14 @@ def _cell(kind: str, value: Any) -> Any:
         return ""
     if kind == "boolean":
         return "true" if value else "false"
-    if kind in TEXT_KINDS and str(value).startswith(FORMULA_START):
+    if kind in TEXT_KINDS and QUOTED_FORMULA.match(str(value)):
         return "'" + str(value)
     return jsonable(value)
+
+
+def _unquoted(kind: str, raw: str) -> str:
+    """Take off the `'` an export put before a text cell a spreadsheet would run."""
+    return raw[1:] if kind in TEXT_KINDS and raw.startswith("'") and QUOTED_FORMULA.match(raw) else raw
 
 
 def _show(value: Any) -> str:

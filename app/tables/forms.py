@@ -9,6 +9,7 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 
 from app.models.base import bounded_int
+from app.policy.bidi import one_line
 from app.tables.fields import KINDS
 
 
@@ -18,15 +19,15 @@ def add_error(field, message: str) -> None:
 
 
 class TableForm(FlaskForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=40)],
+    name = StringField("Name", validators=[DataRequired(), Length(max=40), one_line],
                        description="Lower-case letters, digits and underscores; used in addresses and by "
                                    "agents.")
-    label = StringField("Label", validators=[DataRequired(), Length(max=80)])
+    label = StringField("Label", validators=[DataRequired(), Length(max=80), one_line])
     description = StringField("Description", validators=[Optional(), Length(max=300)])
 
 
 class TableSettingsForm(FlaskForm):
-    label = StringField("Label", validators=[DataRequired(), Length(max=80)])
+    label = StringField("Label", validators=[DataRequired(), Length(max=80), one_line])
     description = StringField("Description", validators=[Optional(), Length(max=300)])
     assistant_agent_id = SelectField("Assistant on its pages", coerce=bounded_int, validate_choice=True,
                                      description="The agent people chat with on this table's list and "
@@ -34,8 +35,8 @@ class TableSettingsForm(FlaskForm):
 
 
 class FieldForm(FlaskForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=40)])
-    label = StringField("Label", validators=[DataRequired(), Length(max=80)])
+    name = StringField("Name", validators=[DataRequired(), Length(max=40), one_line])
+    label = StringField("Label", validators=[DataRequired(), Length(max=80), one_line])
     kind = SelectField("Kind", choices=[SelectChoice(k, v) for k, v in KINDS.items()], default="text")
     required = BooleanField("Required")
     choices = TextAreaField("Choices", validators=[Optional(), Length(max=5_000)],
@@ -45,8 +46,8 @@ class FieldForm(FlaskForm):
 
 
 class ChangeFieldForm(FlaskForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=40)])
-    label = StringField("Label", validators=[DataRequired(), Length(max=80)])
+    name = StringField("Name", validators=[DataRequired(), Length(max=40), one_line])
+    label = StringField("Label", validators=[DataRequired(), Length(max=80), one_line])
     required = BooleanField("Required")
     choices = TextAreaField("Choices", validators=[Optional(), Length(max=5_000)])
 

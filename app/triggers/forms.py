@@ -9,6 +9,7 @@ from wtforms.validators import DataRequired, Length, Optional
 from wtforms.widgets import CheckboxInput, ListWidget
 
 from app.models.base import bounded_int
+from app.policy.bidi import one_line
 from app.runtime.prompts import check_prompt
 from app.tables.events import ACTIONS
 from app.tables.forms import add_error
@@ -25,7 +26,7 @@ class CheckboxesField(SelectMultipleField):
 
 
 class TriggerForm(FlaskForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=80)])
+    name = StringField("Name", validators=[DataRequired(), Length(max=80), one_line])
     kind = SelectField("Starts on", choices=KIND_CHOICES, default="event")
     active = BooleanField("Active", default=True)
     table_id = SelectField("Table", coerce=bounded_int, validate_choice=False)

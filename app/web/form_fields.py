@@ -7,6 +7,7 @@ from wtforms.validators import ValidationError
 
 from app.models import ROLES
 from app.models.base import bounded_int
+from app.policy.bidi import bidi_problem
 
 
 def first_errors(form) -> dict[str, str]:
@@ -20,8 +21,14 @@ def stripped(value) -> str:
 
 
 def words(value) -> str:
-    """Fold a one-line value's white space (a filter): "  Ada \t Lovelace " is "Ada Lovelace"."""
-    return " ".join(str(value or "").split())
+    """Fold a one-line value's white space (a filter): "  Ada \t Lovelace " is "Ada Lovelace".
+
+    A bidirectional control is refused: WTForms puts the ValueError beside the field.
+    """
+    text = " ".join(str(value or "").split())
+    if problem := bidi_problem(text):
+        raise ValueError(problem)
+    return text
 
 
 class NumberField(Field):

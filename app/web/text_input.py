@@ -4,7 +4,8 @@ PostgreSQL cannot store NUL in text (the insert fails, and the transaction with 
 types the other C0/C1 control characters; SQLite stored them silently. Tab, newline and carriage
 return are text. One check on every request, so no form, view or JSON endpoint can forget it: the
 query string, every form field (name and value), every uploaded file's name and every string of a
-JSON body (keys included).
+JSON body (keys included). An uploaded file's name is also refused with a bidirectional control
+(app/policy/bidi.py): it becomes a document's title and source, shown reordered.
 
 The same walk refuses (400) a JSON body nested deeper than MAX_JSON_DEPTH: Python's json module
 parses and serializes recursively, so a few thousand `[` raised RecursionError here, in the view,
@@ -20,6 +21,7 @@ from typing import Any
 
 from flask import Flask, abort, request
 
+from app.policy.bidi import bidi_problem
 from app.policy.schema_subset import MAX_JSON_DEPTH, too_deep
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -35,6 +37,9 @@ def refuse_control_characters() -> None:
             shown = CONTROL.sub("\N{REPLACEMENT CHARACTER}", name) or "(a field)"
             abort(422, f"“{shown}” contains a control character (U+{ord(found.group()):04X}); "
                        "remove it and send again.")
+    for name, file in request.files.items(multi=True):  # a file's name is a single-line name (app/policy/bidi.py)
+        if file.filename and (problem := bidi_problem(file.filename)):
+            abort(422, f"“{name}”: {problem}")
 
 
 def _texts() -> Iterator[tuple[str, str]]:

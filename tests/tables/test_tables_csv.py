@@ -176,6 +176,32 @@ def test_export_writes_every_row_and_defuses_spreadsheet_formulas(app, client, a
     assert rows[0]["amount"] == "-5" and rows[0]["paid"] == "true" and rows[0]["id"] == "1"
 
 
+FORMULAS = ["=1+2", "+1", "-5", "@SUM(A1)", "'=quoted already", "''-twice", "'plain", "Ada"]
+
+
+def test_formulas_are_defused_on_export_and_import_back_exactly(app, client, auth):
+    auth.login_as("admin")
+    fields = [("name", "Name", "text", True, None), ("score", "Score", "decimal", False, None)]
+    with app.app_context():
+        make_table("source", fields)
+        definition = get_table("source")
+        for name in FORMULAS:
+            insert_row(definition, validate(definition, {"name": name, "score": "-2.5"})[0])
+        make_table("copy", fields)
+    exported = client.get("/admin/tables/source/export.csv").text
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    assert [r["name"] for r in rows] == ["'" + name if name != "'plain" and name != "Ada" else name
+                                         for name in FORMULAS]
+    assert {r["score"] for r in rows} == {"-2.5"}  # a negative number stays a number
+    preview = upload(client, "copy", exported)
+    assert client.post("/admin/tables/copy/import/confirm", data=confirm_data(preview.text)).status_code == 302
+    with app.app_context():
+        copy = get_table("copy")
+        imported = page_of_rows(copy, select_rows(copy), 1, 20).items
+        assert [r["name"] for r in imported] == FORMULAS  # no doubled prefix, no quote lost
+        assert {str(r["score"]) for r in imported} == {"-2.5"}
+
+
 def test_an_export_imports_back_into_an_empty_copy(app, client, auth):
     auth.login_as("admin")
     with app.app_context():

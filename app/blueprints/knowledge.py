@@ -221,5 +221,9 @@ def passage(passage_id: int):
 def document(document_id: int):
     found = db.session.get(KnowledgeDocument, document_id) or abort(404)
     _readable(found.knowledge_base)
-    return render_template("knowledge/document.html", document=found,
-                           highlight=request.args.get("passage", type=int))
+    # ?passage=ID marks the passage the reader came from; an id of another document marks nothing.
+    wanted = request.args.get("passage", type=int)
+    highlight = db.session.get(KnowledgePassage, wanted) if wanted else None
+    if highlight is not None and highlight.document_id != found.id:
+        highlight = None
+    return render_template("knowledge/document.html", document=found, highlight=highlight)

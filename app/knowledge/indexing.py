@@ -80,7 +80,7 @@ def index_document(document: KnowledgeDocument, max_batches: int | None = None) 
         store.upsert(kb.collection, [p.vector_id for p in batch], [p.embedded for p in batch], [
             {"document_id": document.id, "passage_id": p.id, "position": p.position,
              "start": p.start, "end": p.end, "chunker_version": CHUNKER_VERSION,
-             "passage_count": document.passage_count} for p in batch])
+             "passage_count": document.passage_count} for p in batch], keep_text=False)
         for passage in batch:
             passage.vectorised = True
         document.passages_done = db.session.scalar(db.select(db.func.count()).where(

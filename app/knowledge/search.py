@@ -11,12 +11,26 @@ Order of operations, each visible in the retrieval console:
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import Select
+from sqlalchemy.orm import defer, joinedload
 
 from app.extensions import db
 from app.knowledge import lexical
 from app.knowledge.library import vector_store
-from app.models import KnowledgeBase, KnowledgePassage
+from app.models import KnowledgeBase, KnowledgeDocument, KnowledgePassage
+from app.models.knowledge import PASSAGE_PREFIX
+
+if TYPE_CHECKING:
+    from app.knowledge.vectors import VectorStore
+
+T = TypeVar("T")
 
 RRF_K = 60
 CANDIDATES = 50
@@ -53,24 +67,50 @@ def fuse(semantic: list[int], lexical_ids: list[int], k: int = RRF_K) -> dict[in
     return {item: score / best for item, score in scores.items()}
 
 
+def _passages(ids) -> Select:
+    """The candidates' rows in one query, with what callers show of their document (never its whole text)."""
+    return (db.select(KnowledgePassage).where(KnowledgePassage.id.in_(ids))
+            .options(defer(KnowledgePassage.embedded), defer(KnowledgePassage.meta),
+                     joinedload(KnowledgePassage.document).load_only(
+                         KnowledgeDocument.title, KnowledgeDocument.passage_count)))
+
+
+def _semantic(store: VectorStore, kbs: list[KnowledgeBase], query: str, candidates: int) -> list[tuple[int, float]]:
+    """(passage id, 1 - cosine distance) best first, over every knowledge base; the query is embedded once."""
+    vector = store.embedder.embed([query])[0]
+    found: list[tuple[int, float]] = []
+    for kb in kbs:
+        found += [(int(hit.id.removeprefix(PASSAGE_PREFIX)), 1 - hit.distance)
+                  for hit in store.nearest(kb.collection, vector, n=candidates) if hit.id.startswith(PASSAGE_PREFIX)]
+    found.sort(key=lambda pair: -pair[1])
+    return found[:candidates]
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _beside(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """Run `fn` on this process's search thread pool (made again after a fork: threads do not survive one)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="semantic-search"))
+        return _pool[1].submit(fn, *args)
+
+
 def retrieve(kbs: list[KnowledgeBase], query: str, *, limit: int = 6, per_document: int = PER_DOCUMENT,
              min_score: float = 0.0, candidates: int = CANDIDATES, mode: str = "hybrid") -> Retrieval:
     """Return the passages for a query; `mode` "semantic" or "lexical" uses one retriever (benchmarks)."""
     if not kbs or not query.strip():
         return Retrieval([])
-    semantic: list[tuple[int, float]] = []
-    if mode in ("hybrid", "semantic"):
-        store = vector_store()
-        for kb in kbs:
-            semantic += [(int(hit.metadata["passage_id"]), 1 - hit.distance)
-                         for hit in store.query(kb.collection, query, n=candidates)
-                         if "passage_id" in hit.metadata]
-        semantic.sort(key=lambda pair: -pair[1])
-        semantic = semantic[:candidates]
-    lexical_hits = lexical.search([kb.id for kb in kbs], query, candidates) if mode in ("hybrid", "lexical") else []
+    # The two retrievers run side by side: the query's embedding (torch, or an HTTP call) and the full-text
+    # search (SQLite) both release the GIL, so a search costs about the slower of the two, not their sum.
+    semantic_hits = _beside(_semantic, vector_store(), kbs, query, candidates) if mode != "lexical" else None
+    lexical_hits = lexical.search([kb.id for kb in kbs], query, candidates) if mode != "semantic" else []
+    semantic = semantic_hits.result() if semantic_hits is not None else []
     fused = fuse([pid for pid, _ in semantic], [pid for pid, _ in lexical_hits])
-    passages = {p.id: p for p in db.session.scalars(
-        db.select(KnowledgePassage).where(KnowledgePassage.id.in_(fused)))} if fused else {}
+    passages = {p.id: p for p in db.session.scalars(_passages(fused))} if fused else {}
     scored: dict[int, Scored] = {}
     for ranking, kind in ((semantic, "semantic"), (lexical_hits, "lexical")):
         for rank, (pid, score) in enumerate(ranking, start=1):

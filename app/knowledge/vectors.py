@@ -160,15 +160,17 @@ def _connect(key: str) -> ClientAPI:
 
 # --- the store -------------------------------------------------------------------------------------
 
-def collection_configuration() -> dict[str, Any]:
-    """A new collection's configuration: cosine space, and the index persisted after every write.
+def collection_configuration(keeps_text: bool = True) -> dict[str, Any]:
+    """A new collection's configuration: cosine space; the index persisted after every write if it keeps text.
 
-    Chroma keeps each added text in its write log (`embeddings_queue`) until the index is persisted
+    Chroma keeps each added record in its write log (`embeddings_queue`) until the index is persisted
     (by default every 1,000 records), so a deleted text would stay in chroma.sqlite3 that long;
-    persisted at once, the log entry is purged and `vacuum_embedded` can clear it. Bulk adds cost the
-    same; a single add costs ~80 ms instead of ~35 ms (3,000 records). A fresh dict each time:
-    Chroma writes the embedding function into the one it is given.
+    persisted at once, the log entry is purged and `vacuum_embedded` can clear it. That slows every write
+    (one add ~80 ms instead of ~35 ms), so a collection that keeps no text (knowledge passages) keeps
+    Chroma's defaults. A fresh dict each time: Chroma writes the embedding function into the one it is given.
     """
+    if not keeps_text:
+        return {"hnsw": {"space": "cosine"}}
     return {"hnsw": {"space": "cosine", "sync_threshold": 1, "batch_size": 1}}
 
 
@@ -199,9 +201,12 @@ class VectorStore:
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Metadata] | None = None,
+        *,
+        keep_text: bool = True,
     ) -> None:
-        """Store texts, replacing any records with the same ids (text and metadata alike)."""
-        self._write("upsert", collection, ids, texts, metadatas)
+        """Store texts, replacing any records with the same ids; `keep_text=False` stores only their vectors
+        (for texts kept elsewhere; decide it per collection: the first write creates the collection to suit)."""
+        self._write("upsert", collection, ids, texts, metadatas, keep_text)
 
     def query(self, collection: str, text: str, n: int = 5, where: Where | None = None) -> list[Hit]:
         """Return up to `n` records nearest in meaning to `text`, nearest first, among those matching `where`.
@@ -211,18 +216,23 @@ class VectorStore:
         up exactly with `get(where=...)`, and keep data that is always filtered the same way (one user's
         memories) in a collection of its own rather than behind a filter.
         """
+        return self._nearest(collection, n, where, query_texts=[text])
+
+    def nearest(self, collection: str, vector: Sequence[float], n: int = 5, where: Where | None = None) -> list[Hit]:
+        """Like `query`, for a vector from `self.embedder`; hits carry ids and distances only (cheaper)."""
+        return self._nearest(collection, n, where, query_embeddings=[np.asarray(vector, dtype=np.float32)])
+
+    def _nearest(self, collection: str, n: int, where: Where | None, **query: Any) -> list[Hit]:
         if n < 1:
             raise ValueError(f"n must be at least 1; got {n}")
         found = self._collection(collection, create=False)
         if found is None:
             return []
-        result = found.query(
-            query_texts=[text],
-            n_results=n,
-            where=_where(where),
-            include=["documents", "metadatas", "distances"],
-        )
-        documents, metadatas, distances = (result[key][0] for key in ("documents", "metadatas", "distances"))
+        include = ["documents", "metadatas", "distances"] if "query_texts" in query else ["distances"]
+        result = found.query(n_results=n, where=_where(where), include=include, **query)
+        distances = result["distances"][0]
+        documents = result["documents"][0] if result.get("documents") else [None] * len(distances)
+        metadatas = result["metadatas"][0] if result.get("metadatas") else [None] * len(distances)
         return [
             Hit(id=id_, text=document or "", metadata=dict(metadata or {}), distance=float(distance))
             for id_, document, metadata, distance in zip(
@@ -284,12 +294,13 @@ class VectorStore:
         ids: Sequence[str],
         texts: Sequence[str],
         metadatas: Sequence[Metadata] | None,
+        keep_text: bool = True,
     ) -> None:
         if len(ids) != len(texts) or (metadatas is not None and len(metadatas) != len(ids)):
             raise ValueError("ids, texts and metadatas must have the same length")
         if not ids:
             return
-        target = self._collection(collection, create=True)
+        target = self._collection(collection, create=True, keeps_text=keep_text)
         assert target is not None
         # Chroma's add rejects None values and empty dicts: drop absent fields, send None for no metadata.
         cleaned: list[dict[str, Any] | None] = [
@@ -301,15 +312,16 @@ class VectorStore:
             chunk_ids, chunk_metadatas = list(ids[start : start + step]), cleaned[start : start + step]
             if operation == "upsert":
                 chunk_metadatas = _replacing(target, chunk_ids, chunk_metadatas)
-            getattr(target, operation)(
-                ids=chunk_ids, documents=list(texts[start : start + step]), metadatas=chunk_metadatas
-            )
+            chunk_texts = list(texts[start : start + step])
+            content: dict[str, Any] = {"documents": chunk_texts} if keep_text else {
+                "embeddings": [np.asarray(v, dtype=np.float32) for v in self.embedder.embed(chunk_texts)]}
+            getattr(target, operation)(ids=chunk_ids, metadatas=chunk_metadatas, **content)
 
-    def _collection(self, collection: str, *, create: bool) -> Collection | None:
+    def _collection(self, collection: str, *, create: bool, keeps_text: bool = True) -> Collection | None:
         name = collection_name(collection)
         if create:
             found = self.client.get_or_create_collection(
-                name, embedding_function=self._function, configuration=collection_configuration()
+                name, embedding_function=self._function, configuration=collection_configuration(keeps_text)
             )
         else:
             try:

@@ -11,6 +11,7 @@ from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
 DOCUMENT_STATUSES = ("pending", "indexing", "indexed", "failed")
+PASSAGE_PREFIX = "passage-"
 
 
 class KnowledgeBase(db.Model):
@@ -90,4 +91,5 @@ class KnowledgePassage(db.Model):
 
     @property
     def vector_id(self) -> str:
-        return f"passage-{self.id}"
+        """The id of the passage's vector in its knowledge base's collection (the search reads the id back)."""
+        return f"{PASSAGE_PREFIX}{self.id}"

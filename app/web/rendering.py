@@ -49,6 +49,26 @@ def pretty_json(text: str) -> str:
         return text
 
 
+HEADLINE_CHARS = 80
+
+
+def step_headline(text: str) -> str:
+    """Return a tool call's first text argument, on one line and shortened, to show beside the tool's name.
+
+    A reader sees what was asked without opening the step: the search actually run (a follow-up rewritten
+    with the conversation's context), the address fetched.
+    """
+    try:
+        args = json.loads(text)
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nested thousands deep (model text)
+        return ""
+    first = next((value for value in args.values() if isinstance(value, str) and value.strip()), "") \
+        if isinstance(args, dict) else ""
+    line = " ".join(first.split())
+    return line if len(line) <= HEADLINE_CHARS else line[: HEADLINE_CHARS - 1] + "…"
+
+
 def init_app(app) -> None:
     app.add_template_filter(render_markdown, "markdown")
     app.add_template_filter(pretty_json, "pretty_json")
+    app.add_template_filter(step_headline, "step_headline")

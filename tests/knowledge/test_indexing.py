@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+
 from sqlalchemy import text
 
 from app.extensions import db
 from app.knowledge import lexical
 from app.knowledge.indexing import index_document, index_knowledge_base, needs_indexing
 from app.knowledge.library import delete_document, delete_knowledge_base, put_document, sync_folder, vector_store
-from app.models import KnowledgeDocument, KnowledgePassage
+from app.knowledge.search import retrieve
+from app.models import KnowledgeBase, KnowledgeDocument, KnowledgePassage
 
 LONG = "\n\n".join(f"## Part {i}\n\n" + f"Section {i} explains topic number {i}. " * 30 for i in range(8))
 
@@ -125,3 +128,22 @@ def test_deleting_removes_passages_vectors_and_lexical_rows(knowledge_base):
         assert db.session.scalar(text("SELECT count(*) FROM knowledge_fts")) == 0
         # ...and a search for its words finds nothing.
         assert db.session.scalar(text("SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH 'subject'")) == 0
+
+
+def test_chroma_keeps_the_passages_vectors_but_none_of_their_text(app, tmp_path, minilm):
+    # Deleted text must leave the disk (issue 10, defect 16): the passages' text is in the database only,
+    # so Chroma's write log, which keeps records until its index is persisted, never holds any of it.
+    app.config["CHROMA_PATH"] = str(tmp_path / "chroma")
+    marker = f"MAUVE-MARMOT-{uuid.uuid4().hex}"
+    with app.app_context():
+        kb = KnowledgeBase(name="Private")
+        db.session.add(kb)
+        db.session.commit()
+        document = add(kb, body=LONG.replace("topic number 3", f"the code {marker}"))
+        index_knowledge_base.delay(kb.id)
+        assert vector_store().count(kb.collection) == document.passage_count > 5
+        hits = retrieve([kb], "Section 3 explains the code", mode="semantic").kept
+        assert marker in hits[0].passage.text  # found by meaning
+        files = [path for path in (tmp_path / "chroma").rglob("*") if path.is_file()]
+        assert files and not [path.name for path in files if marker.encode() in path.read_bytes()]
+        delete_knowledge_base(kb)

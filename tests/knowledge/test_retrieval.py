@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.extensions import db
+from app.knowledge import lexical
 from app.knowledge.indexing import index_knowledge_base
 from app.knowledge.library import put_document
 from app.knowledge.search import fuse, retrieve
+from app.models import KnowledgePassage
 
 
 def add(kb, name, body):
@@ -80,3 +84,16 @@ def test_the_minimum_score_applies_to_the_fused_score_not_before(knowledge_base)
     assert [s.passage.document.title for s in kept.kept] == ["Config"]
     assert ids_hit.fused >= floor
     assert {s.dropped for s in kept.considered if s.rank is None} == {"below minimum score"}
+
+
+def test_a_word_in_most_passages_brings_no_passage_of_its_own(knowledge_base):
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's bm25 (FTS5); PostgreSQL drops English stop words itself")
+    kb = knowledge_base()
+    for name, animal in (("one.md", "zebra stripes"), ("two.md", "lions roar"), ("three.md", "eagles fly")):
+        add(kb, name, f"# Animals\n\nThe animal page says: {animal}.")
+    index_knowledge_base.delay(kb.id)
+    # "the" is in every passage, so bm25 gives it no weight: it cannot order passages, only widen the search.
+    assert len(lexical.search([kb.id], "the")) == 3  # alone, it is still searched
+    found = lexical.search([kb.id], "the zebra")
+    assert ["zebra" in db.session.get(KnowledgePassage, pid).text for pid, _ in found] == [True]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 
 from app.extensions import db
 from app.knowledge.embeddings import embedder_from_config
@@ -11,7 +14,7 @@ from app.knowledge.library import put_document
 from app.models import KnowledgeBase, KnowledgePassage
 from tests.conftest import make_agent
 from tests.skill_chat import Script as BaseScript
-from tests.skill_chat import chat_with, scripted
+from tests.skill_chat import chat_with, scripted, streamed
 
 GUIDE = ("# Backups\n\nBackups run every night at 02:00 and are kept for 30 days.\n\n"
          "## Restore\n\nRestore from the Backups page.")
@@ -116,3 +119,101 @@ def test_a_citation_from_an_earlier_turn_is_removed(app, user_client, scripted_m
     second = outcome(app, send(app, user_client, conversation, "Say it again"))[1]
     # No search in this turn: [1] names nothing retrieved now, so it is removed (and nothing was searched).
     assert second.content == "As I said, at 02:00."
+
+
+def test_the_whole_document_marks_the_passage_it_was_opened_from(app, user_client):
+    body = "\n\n".join(f"Paragraph {i}: backups <b>keep</b> {i} copies & more text to fill the passage."
+                       for i in range(12))
+    with app.app_context():
+        kb = KnowledgeBase(name="Long", roles=["admin", "user"], chunk_size=200, chunk_overlap=20)
+        db.session.add(kb)
+        db.session.commit()
+        document = put_document(kb, "upload:long.md", "long.md", body.encode())
+        db.session.commit()
+        index_knowledge_base.delay(kb.id)
+        passages = db.session.scalars(db.select(KnowledgePassage).where(
+            KnowledgePassage.document_id == document.id).order_by(KnowledgePassage.position)).all()
+        assert len(passages) > 3
+        third, document_id = passages[2], document.id
+        third_id, marked = third.id, third.text
+        other = KnowledgeBase(name="Other", roles=["admin", "user"])
+        db.session.add(other)
+        db.session.commit()
+        stranger = put_document(other, "upload:x.md", "x.md", b"Unrelated text.")
+        db.session.commit()
+        index_knowledge_base.delay(other.id)
+        stranger_passage = db.session.scalars(db.select(KnowledgePassage.id).where(
+            KnowledgePassage.document_id == stranger.id)).one()
+    passage_page = user_client.get(f"/knowledge/passages/{third_id}").get_data(as_text=True)
+    link = f"/knowledge/documents/{document_id}?passage={third_id}#passage"
+    assert link in passage_page
+    page = user_client.get(link).get_data(as_text=True)
+    escaped = marked.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert page.count("<mark") == 1 and f'<mark id="passage">{escaped}</mark>' in page
+    assert "<b>keep</b>" not in page  # the document's text is shown, never rendered as HTML
+    assert "<mark" not in user_client.get(f"/knowledge/documents/{document_id}").get_data(as_text=True)
+    # A passage of another document marks nothing here.
+    foreign = user_client.get(f"/knowledge/documents/{document_id}?passage={stranger_passage}")
+    assert foreign.status_code == 200 and "<mark" not in foreign.get_data(as_text=True)
+
+
+SCHEDULE = "# Settings\n\n## Schedule\n\nTo change the backup time, open Settings, then Backups, and pick another hour."
+
+
+class Rewriter:
+    """A model that searches each question, rewriting a follow-up with the conversation's context.
+
+    "and how do I change it?" names nothing to search for; the model replaces "it" by the subject of the
+    search it ran earlier in the conversation (the history it is sent), as the skill's instructions ask.
+    """
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def respond(self, messages, info) -> ModelResponse:
+        if info.output_tools and not info.allow_text_output:  # the title job
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Backups"})])
+        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if returned:  # cite the passage that answers the last question
+            blocks = str(returned[0].content).split("\n\n[")
+            wanted = "change" if "change" in self.queries[-1] else "nightly"
+            number = next(re.match(r"\[?(\d+)\]", b).group(1) for b in blocks if wanted in b)
+            return ModelResponse(parts=[TextPart(f"Here is what the documents say [{number}].")])
+        question = [p.content for p in messages[-1].parts if isinstance(p, UserPromptPart)][-1]
+        earlier = [p.args_as_dict()["query"] for m in messages for p in getattr(m, "parts", [])
+                   if isinstance(p, ToolCallPart) and p.tool_name == "search_knowledge"]
+        query = question
+        if earlier:
+            subject = max(earlier[-1].split(), key=len)
+            query = re.sub(r"\bit\b", f"the {subject} time", question.removeprefix("and ")).strip()
+        self.queries.append(query)
+        return ModelResponse(parts=[ToolCallPart("search_knowledge", {"query": query}, f"call-{len(self.queries)}")])
+
+    def stream(self, messages, info):
+        return streamed(self.respond(messages, info))
+
+
+def test_a_follow_up_is_searched_with_the_conversations_context_and_the_step_shows_the_rewrite(
+        app, user_client, scripted_model, handbook):
+    from tests.chat_driver import outcome, send, start_chat
+
+    with app.app_context():
+        put_document(db.session.get(KnowledgeBase, handbook), "upload:settings.md", "settings.md", SCHEDULE.encode())
+        db.session.commit()
+        index_knowledge_base.delay(handbook)
+        schedule = db.session.scalar(db.select(KnowledgePassage.id).where(KnowledgePassage.text.contains("pick")))
+    model = Rewriter()
+    librarian = agent(app, scripted_model, model)
+    conversation = start_chat(app, user_client, librarian)
+    outcome(app, send(app, user_client, conversation, "when do backups run"))
+    follow_up = "and how do I change it?"
+    run, message = outcome(app, send(app, user_client, conversation, follow_up))
+    rewritten = "how do I change the backups time?"
+    assert model.queries == ["when do backups run", rewritten]
+    assert '"how do I change the backups time?"' in message.steps[0]["args"]
+    assert message.meta["knowledge"]["searches"] == [rewritten]
+    assert [c["passage_id"] for c in message.meta["knowledge"]["citations"]] == [schedule]
+    # The step's line names the search that ran, without opening the step.
+    page = user_client.get(f"/chat/{conversation}").text
+    assert f'<q class="step-headline">{rewritten}</q>' in page
+    assert f'<q class="step-headline">{follow_up}</q>' not in page

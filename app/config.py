@@ -22,6 +22,7 @@ DEFAULTS: dict[str, object] = {
     "MAX_STREAMS": None,  # default: SERVER_THREADS - STREAM_RESERVE, threads left for pages and sends
     "MAX_RUNS": None,  # default: MAX_STREAMS, turns running at once in this process
     "STREAM_RESERVE": 16,
+    "MAX_RUNS_PER_USER": 3,  # a person's answers under way at once, counted across workers (app/chat/turns.py)
     "STREAM_HEARTBEAT_SECONDS": 5,  # a waiting stream writes `: keep-alive` this often, to notice a gone client
     "DATABASE_POOL_SIZE": 10,
     "DATABASE_MAX_CONNECTIONS": None,  # per process; default: one per thread that may use the pool
@@ -83,7 +84,7 @@ def load(app: Flask, overrides: dict | None) -> None:
 
 
 # Settings read as numbers, checked here so that a bad value stops the start with its name, not a request later.
-BOUNDED = (("STREAM_HEARTBEAT_SECONDS", 1),)
+BOUNDED = (("MAX_RUNS_PER_USER", 1), ("STREAM_HEARTBEAT_SECONDS", 1))
 
 
 def _at_least(config, name: str, low: int) -> int:

@@ -60,4 +60,6 @@ def send_from_panel(user: User, agent: Agent, source: str, text: str, conversati
         turns.send_message(conversation, user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:  # another send started a run a moment ago
         return PanelSend(conversation, turns.WAIT)
+    except turns.TooManyRuns as refused:  # nothing stored: a conversation started here is gone too
+        return PanelSend(conversation if conversation_id else None, str(refused))
     return PanelSend(conversation, None, sent=True)

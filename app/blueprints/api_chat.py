@@ -103,7 +103,7 @@ def messages_index(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages", methods=["POST"])
-@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error,
+@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error, HTTP_429=Error,
             HTTP_503=Error)
 def messages_create(conversation_id: int):
     """Send a message and wait for the checked answer; 201 with the assistant message."""
@@ -122,7 +122,7 @@ def messages_create(conversation_id: int):
 
 
 @bp.route("/agent", methods=["POST"])
-@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error, HTTP_503=Error)
+@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error, HTTP_429=Error, HTTP_503=Error)
 def agent():
     """The AG-UI stream of the same turn as the base transport: `{threadId, message, context}`."""
     body = parse(AgentRun, json_body())
@@ -158,6 +158,8 @@ def _send(conversation, body: NewMessage) -> str:
         _message, run = turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:
         raise ApiError(409, turns.WAIT, "RUN_IN_PROGRESS") from None
+    except turns.TooManyRuns as refused:
+        raise ApiError(429, str(refused), "TOO_MANY_RUNS", retry_after=refused.retry_after) from None
     return run.id
 
 

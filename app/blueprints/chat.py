@@ -99,16 +99,18 @@ def send(conversation_id: int):
         message, run = turns.send_message(conversation, current_user, text, extras=context.as_extras() or None)
     except turns.RunInProgress:
         return _refuse(conversation, text, turns.WAIT)
+    except turns.TooManyRuns as refused:  # the text stays in the composer, the error beside it
+        return _refuse(conversation, text, str(refused), 429, {"Retry-After": str(refused.retry_after)})
     if is_htmx():
         return render_template("chat/_sent.html", conversation=conversation, message=message, run=run)
     return redirect(url_for("chat.show", conversation_id=conversation.id))
 
 
-def _refuse(conversation: Conversation, text: str, error: str):
+def _refuse(conversation: Conversation, text: str, error: str, status: int = 422, headers: dict | None = None):
     """Answer a message that cannot be sent: the composer with the error beside it, the text kept."""
     if is_htmx():
         return retarget(render_template("chat/_composer.html", conversation=conversation, text=text, error=error),
-                        "#composer"), 422
+                        "#composer"), status, headers or {}
     flash(error, "error")
     return redirect(url_for("chat.show", conversation_id=conversation.id))
 

@@ -10,7 +10,8 @@ from app.database import commit_keeping_loaded
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run, User
 from app.models.base import utcnow
-from app.models.chat import ONE_ACTIVE_RUN, new_run_id
+from app.models.chat import ACTIVE_STATUSES, ONE_ACTIVE_RUN, new_run_id
+from app.models.tables import TRIGGER_SOURCES
 from app.runtime import capacity, execution
 
 
@@ -19,6 +20,17 @@ class RunInProgress(Exception):
 
 
 WAIT = "Wait for the current answer, or stop it, before sending another message."
+
+
+class TooManyRuns(Exception):
+    """The user has MAX_RUNS_PER_USER answers under way already (a 429 with Retry-After); nothing was stored."""
+
+    retry_after = capacity.RETRY_AFTER_SECONDS
+
+    def __init__(self, running: int) -> None:
+        super().__init__(f"You have {running} answers running; wait for one to finish, or stop one, "
+                         "before sending another message.")
+        self.running = running
 
 
 def message_error(text: str, conversation: Conversation | None = None) -> str | None:
@@ -56,11 +68,19 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
     on the message and handed to the run's skills; `extras["instructions"]` are added for that run.
     A run started here is prepared in the same transaction from the rows this request already holds;
     with `launch=False` it stays queued for `execution.launch`. Raises `RunInProgress`, having stored
-    nothing, when the conversation has a queued or running run already, and `capacity.Saturated`
-    (a 503 with Retry-After), having stored nothing, when this process runs or streams all it can.
+    nothing, when the conversation has a queued or running run already, `capacity.Saturated`
+    (a 503 with Retry-After), having stored nothing, when this process runs or streams all it can, and
+    `TooManyRuns`, having stored nothing, when the user has MAX_RUNS_PER_USER answers under way.
+
+    The per-user bound is counted in the database, in the transaction that adds the run, so it holds
+    across workers (each process knows only its own runs): on PostgreSQL the user's row is locked first
+    (FOR NO KEY UPDATE), so two sends of one person count one after the other; on SQLite the run's
+    insert takes the one write lock, and the count after it sees every committed run. Unattended runs
+    (`launch=False`: triggers) are neither bounded nor counted.
     """
     if launch:
         capacity.admit_turn(current_app)
+        db.session.execute(db.select(User.id).where(User.id == user.id).with_for_update(key_share=True))
     run = Run(id=new_run_id(), conversation_id=conversation.id, user_id=user.id, agent_id=conversation.agent_id,
               prompt=text, trigger=conversation.source if conversation.source != "copy" else "chat", status="queued")
     message = Message(conversation_id=conversation.id, role="user", content=text, run=run,
@@ -75,10 +95,19 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
         if ONE_ACTIVE_RUN in str(error.orig) or "runs.conversation_id" in str(error.orig):
             raise RunInProgress(conversation.id) from None
         raise
+    if launch and (running := _answers_under_way(user) - 1) >= int(current_app.config["MAX_RUNS_PER_USER"]):
+        db.session.rollback()
+        raise TooManyRuns(running)
     commit_keeping_loaded()  # the view renders these rows next: no reload
     if turn is not None:
         execution.start(current_app._get_current_object(), turn)
     return message, run
+
+
+def _answers_under_way(user: User) -> int:
+    """Count the user's queued and running runs that a person started (this transaction's new one included)."""
+    return db.session.scalar(db.select(db.func.count(Run.id)).where(
+        Run.user_id == user.id, Run.status.in_(ACTIVE_STATUSES), Run.trigger.not_in(TRIGGER_SOURCES)))
 
 
 def active_run(conversation: Conversation) -> Run | None:

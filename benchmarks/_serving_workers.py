@@ -46,6 +46,9 @@ from tests.fake_openai import ANSWER, FakeOpenAI, _Handler  # noqa: E402
 BIN = ROOT / ".venv" / "bin"
 PASSWORD = "benchmark password"
 EMAIL = "bench@example.org"
+# The benchmark's one account sends a whole team's turns at once; the per-user bound (MAX_RUNS_PER_USER,
+# default 3) would refuse all but three of them, so it is lifted here. Its check still runs on every send.
+ONE_ACCOUNT_FOR_A_TEAM = {"SKILLDESK_MAX_RUNS_PER_USER": "100000"}
 POSTGRES = os.environ.get("SKILLDESK_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS = os.environ.get("SKILLDESK_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 HX = {"HX-Request": "true"}
@@ -198,7 +201,8 @@ class Deployment:
                     "CHROMA_URL": f"http://127.0.0.1:{chroma_port}", "SKILLDESK_SECRET_KEY": "bench",
                     "SKILLDESK_JOBS_SQLITE_PATH": str(self.folder / "jobs.sqlite3"),
                     "SKILLDESK_DATABASE_MAX_CONNECTIONS": str(self.connections),
-                    "SKILLDESK_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1"}  # the admin allows the local provider
+                    "SKILLDESK_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1",  # the admin allows the local provider
+                    **ONE_ACCOUNT_FOR_A_TEAM}
         chroma_log = self.folder / "chroma.log"
         chroma = start([str(BIN / "chroma"), "run", "--host", "127.0.0.1", "--port", str(chroma_port), "--path",
                         str(self.folder / "chroma")], self.env, chroma_log)

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _figures import Figures  # noqa: E402
-from _serving_workers import multi_worker_rounds, wait_for_first_indexing  # noqa: E402
+from _serving_workers import ONE_ACCOUNT_FOR_A_TEAM, multi_worker_rounds, wait_for_first_indexing  # noqa: E402
 
 from tests.fake_openai import ANSWER, FakeOpenAI, fake_openai  # noqa: E402
 
@@ -346,7 +346,8 @@ def embedded_env(folder: Path) -> dict[str, str]:
     """Settings for Skilldesk on its embedded defaults (SQLite, SQLite job queue) in a folder of its own."""
     return {"DATABASE_URL": f"sqlite:///{folder / 'skilldesk.sqlite3'}", "SKILLDESK_SECRET_KEY": "bench",
             "SKILLDESK_JOBS_SQLITE_PATH": str(folder / "jobs.sqlite3"), "SKILLDESK_CHROMA_PATH": str(folder / "chroma"),
-            "SKILLDESK_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1"}  # the admin's allow-list names the local provider
+            "SKILLDESK_OUTBOUND_ALLOWED_HOSTS": "127.0.0.1",  # the admin's allow-list names the local provider
+            **ONE_ACCOUNT_FOR_A_TEAM}
 
 
 def main() -> int:

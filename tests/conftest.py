@@ -6,6 +6,7 @@ SKILLDESK_TEST_DATABASE_URL is set) and emptied after every test.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import uuid
@@ -24,7 +25,7 @@ from werkzeug.security import generate_password_hash
 from app import create_app
 from app.extensions import db
 from app.models import Agent, ModelConfig, User
-from app.runtime import providers
+from app.runtime import execution, providers
 from app.seed import ensure_defaults
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
@@ -99,10 +100,21 @@ def app(settings, _database) -> Iterator[Flask]:
         ensure_defaults()
         db.session.commit()
     yield app
+    _end_runs_still_going()
     with app.app_context():
         db.session.remove()
         _empty_tables()
         db.engine.dispose()  # each test app has its own engine: close its connections now
+
+
+def _end_runs_still_going() -> None:
+    """No run outlives its test: one still going is stopped (as a server shutdown stops it) and finishes
+    writing before the tables are emptied and the engine closed. Otherwise it wrote into the next test's
+    rows, or its connection outlived the engine and was closed by the garbage collector, whenever that
+    came (a ResourceWarning, an error in whichever test it landed in)."""
+    for future in execution.interrupt_all().values():
+        with contextlib.suppress(Exception):  # its own test saw what mattered; here it only has to end
+            future.result(timeout=10)
 
 
 @pytest.fixture

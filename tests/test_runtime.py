@@ -22,7 +22,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent
-from app.runtime import execution
+from app.runtime import execution, failures
 from app.runtime.skill import Skill
 from tests.chat_driver import chat_model, outcome, send, start_chat, words
 from tests.conftest import make_agent
@@ -291,7 +291,7 @@ def test_events_are_numbered_and_end_with_the_message(app, client, auth, scripte
 @pytest.mark.parametrize("body", [{"error": {"message": "Bad key"}}, "Bad key", None])
 def test_provider_error_messages_say_what_the_provider_answered(body):
     error = ModelHTTPError(401, "m", body=body)
-    text = execution.provider_error(error)
+    text = failures.provider_error(error)
     assert text.startswith("The provider answered 401: ")
     assert ("Bad key" in text) if body else len(text) > len("The provider answered 401: ")
     if isinstance(body, dict):

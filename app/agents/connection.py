@@ -8,7 +8,7 @@ from pydantic_ai.exceptions import AgentRunError, ModelHTTPError, ModelRequestTi
 
 from app.guards.outbound import OutboundRefused
 from app.runtime import loop
-from app.runtime.execution import provider_error
+from app.runtime.failures import provider_error
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
 
 

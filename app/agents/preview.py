@@ -12,7 +12,7 @@ from pydantic_ai.usage import UsageLimits
 
 from app.runtime import loop
 from app.runtime.builder import AgentSpec, Person, build_agent
-from app.runtime.execution import provider_error
+from app.runtime.failures import provider_error
 from app.runtime.outcome import step_result
 from app.runtime.providers import ModelUnavailable
 

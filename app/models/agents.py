@@ -62,6 +62,9 @@ class Agent(db.Model):
     # Ordered: [{"name": "clock", "config": {...}}, ...]
     skills: Mapped[list] = mapped_column(JSON, default=list)
     max_requests: Mapped[int] = mapped_column(default=25)
+    # Destructive tools that run without asking even after untrusted content entered the turn, and who set
+    # that when: {"tools": [...], "set_by": email, "set_at": iso time} (app/runtime/untrusted.py).
+    never_ask: Mapped[dict | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

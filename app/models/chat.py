@@ -92,6 +92,9 @@ class Run(db.Model):
     agent_id: Mapped[int | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
     status: Mapped[str] = mapped_column(String(12), default="queued")
     error: Mapped[str | None] = mapped_column(Text)
+    # What went wrong in the libraries' own words (an exception, a provider's body): shown to admins only;
+    # `error` says it in Skilldesk's words.
+    error_detail: Mapped[str | None] = mapped_column(Text)
     prompt: Mapped[str | None] = mapped_column(Text)
     trigger: Mapped[str] = mapped_column(String(20), default="chat")
     input_tokens: Mapped[int] = mapped_column(default=0)

@@ -71,8 +71,8 @@ def any_match(patterns: Iterable[re.Pattern[str]], text: str) -> bool:
 
 
 def claims_applied(text: str) -> bool:
-    """Tell whether an answer says that a change was applied (English or Italian)."""
-    return any_match(APPLY_CLAIMS, text)
+    """Tell whether an answer says that a change was applied (English or Italian); a negated one is no claim."""
+    return _claimed(APPLY_CLAIMS, text)
 
 
 NEGATION = re.compile(r"(?i)\b(?:not|never|nothing|no|none|n't|non|niente|nulla|nessun[oa]?|mai)\b|n't\b")
@@ -83,7 +83,11 @@ def claims_change(text: str) -> bool:
 
     A negated statement ("nothing was changed", "non ho creato nulla") is no claim.
     """
-    for pattern in CHANGE_CLAIMS:
+    return _claimed(CHANGE_CLAIMS, text)
+
+
+def _claimed(patterns: Iterable[re.Pattern[str]], text: str) -> bool:
+    for pattern in patterns:
         for match in pattern.finditer(text):
             start = max(text.rfind(mark, 0, match.start()) for mark in ".!?\n;:")
             end = re.search(r"[.!?\n;:]", text[match.end():])

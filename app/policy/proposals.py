@@ -22,7 +22,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from app.policy.claims import claims_applied
 from app.policy.schema_subset import InvalidJSON, compile_schema, loads_json
 
 # The kinds of target a page may declare, each with the names that identify one (targets.py checks them).
@@ -40,6 +39,24 @@ PENDING = {
     "it": "Ho proposto una modifica. Attende la tua decisione: accettala o rifiutala nella sua scheda. "
           "Finché non la accetti non cambia nulla.",
 }
+
+
+NOT_PROPOSED = {
+    "en": "Nothing was changed: I can only suggest changes to what this page offers, as cards you accept or "
+          "refuse, and I made no suggestion in this answer.",
+    "it": "Non è cambiato nulla: posso solo proporre modifiche a ciò che questa pagina offre, come schede che "
+          "accetti o rifiuti, e in questa risposta non ho proposto nulla.",
+}
+NOT_PROPOSED_FEEDBACK = (
+    "Your answer says a change was applied, or points at a suggestion to accept, but no proposal was stored in "
+    "this turn: nothing was changed and there is no card. Only a successful propose_* call makes a suggestion, "
+    "and the server never applies one. Say what you can do, or make the proposal with the tool."
+)
+SUGGESTION_CLAIMS = (
+    re.compile(r"(?i)\b(?:i|we)(?:\s*'ve|\s+have|\s+just)?\s+(?:suggested|proposed|recommended)\b"),
+    re.compile(r"(?i)\b(?:accept|refuse|approve)\s+(?:it|this|the\s+\w+\s+)?\s*(?:on|in|from)\s+(?:its|the)\s+card\b"),
+    re.compile(r"(?i)\b(?:ho|abbiamo)\s+propost[oaie]\b|\baccettal[ao]\b.{0,40}\bscheda\b"),
+)
 
 
 class ProposalRejected(ValueError):
@@ -71,13 +88,15 @@ class ProposalCollector:
     """The proposals of one message: checked against the targets its page declared."""
 
     def __init__(self, declared: list[dict[str, Any]],
-                 check_output: Callable[[str], str | None] | None = None) -> None:
+                 check_output: Callable[[str], str | None] | None = None,
+                 stored: list[dict[str, Any]] | None = None) -> None:
         self.check_output = check_output
         self.targets: dict[tuple[str, ...], tuple[dict[str, Any], Any]] = {}
         for entry in declared:
             key = (entry["kind"], *(entry["target"][name] for name in KINDS[entry["kind"]]))
             self.targets[key] = (entry, compile_schema(entry["schema"]))
-        self.proposals: list[dict[str, Any]] = []
+        # The list the accepted proposals go to (the turn's record, when the caller gives it).
+        self.proposals: list[dict[str, Any]] = stored if stored is not None else []
 
     def kinds(self) -> set[str]:
         """Return the kinds of target the page declared."""
@@ -111,8 +130,20 @@ class ProposalCollector:
         return proposal
 
 
-def review_answer(text: str, proposals: list[dict[str, Any]], locale: str | None = None) -> str:
-    """Return the answer, or the plain pending statement when it claims that a pending proposal was applied."""
-    if not proposals or not claims_applied(text):
-        return text
-    return PENDING["it" if (locale or "").lower().startswith("it") else "en"]
+def _language(locale: str | None) -> str:
+    return "it" if (locale or "").lower().startswith("it") else "en"
+
+
+def pending_statement(locale: str | None = None) -> str:
+    """Say plainly that the suggestion waits for the user (an answer must never say it was applied)."""
+    return PENDING[_language(locale)]
+
+
+def nothing_changed(locale: str | None = None) -> str:
+    """Say plainly that nothing changed and no suggestion was made in this answer."""
+    return NOT_PROPOSED[_language(locale)]
+
+
+def claims_suggestion(text: str) -> bool:
+    """Tell whether an answer says it suggested something, or points at a card to accept (English, Italian)."""
+    return any(pattern.search(text) for pattern in SUGGESTION_CLAIMS)

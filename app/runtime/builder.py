@@ -15,12 +15,15 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import AbstractToolset
 
 from app.models import Agent, User
-from app.runtime.deferred import standing_approvals
+from app.runtime.deferred import never_ask_audit, standing_approvals
 from app.runtime.guardrails import OutputGuardrail
 from app.runtime.profiles import profile_for
 from app.runtime.prompts import clock_variables, render
 from app.runtime.providers import ModelSpec, build_model
+from app.runtime.record import TurnLog, TurnRecord
+from app.runtime.review import AnswerReview, reviewers_of
 from app.runtime.skill import Skill, SkillContext, _tool_names
+from app.runtime.untrusted import UntrustedContent
 
 
 @dataclass(frozen=True)
@@ -33,11 +36,15 @@ class AgentSpec:
     skills: tuple[dict[str, Any], ...]
     max_requests: int
     model: ModelSpec
+    # Destructive tools the admin set to run without a card after untrusted content (app/runtime/untrusted.py).
+    never_ask: tuple[str, ...] = ()
+    never_ask_by: str = ""
 
     @classmethod
     def of(cls, agent: Agent, model: ModelSpec) -> AgentSpec:
+        setting = agent.never_ask or {}
         return cls(agent.id, agent.name, agent.instructions or "", tuple(agent.skills or ()),
-                   agent.max_requests, model)
+                   agent.max_requests, model, tuple(setting.get("tools") or ()), setting.get("set_by") or "")
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,9 @@ class BuiltAgent:
     skills: list[tuple[Skill, Any, list[Any]]] = field(default_factory=list)
     # The output rules of the run (the user's secrets, the agent's instructions as rendered).
     guardrail: OutputGuardrail | None = None
+    # The turn's record and the answer review that reads it (app/runtime/record.py, app/runtime/review.py).
+    record: TurnRecord = field(default_factory=TurnRecord)
+    review: AnswerReview | None = None
 
 
 def render_instructions(template: str, person: Person, agent_name: str, now: datetime | None = None) -> str:
@@ -104,19 +114,26 @@ def _register_groups(context: SkillContext, skill: Skill, items: list[Any]) -> N
 
 def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: int | None,
                 run_id: str | None, extras: dict[str, Any] | None = None,
-                announce: Callable[[str, dict[str, Any]], None] | None = None) -> BuiltAgent:
+                announce: Callable[[str, dict[str, Any]], None] | None = None,
+                record: TurnRecord | None = None) -> BuiltAgent:
     """Create the agent with its model, instructions and the capabilities and toolsets of its skills.
 
     `announce` stores a run event (the run's `EventWriter.emit`): skills tell the page through it.
+    `record` is the turn's record (one is made when not given): the runtime and the skills fill it.
     """
     instructions = render_instructions(spec.instructions, person, spec.name)
     guardrail = OutputGuardrail(person.id, instructions)
+    extras = dict(extras or {})
+    record = record if record is not None else TurnRecord(locale=extras.get("locale"))
     context = SkillContext(app=app, user_id=person.id, agent_id=spec.id, conversation_id=conversation_id,
-                           run_id=run_id, role=person.role, user_name=person.name, extras=dict(extras or {}),
-                           announce=announce, check_output=guardrail.problem)
+                           run_id=run_id, role=person.role, user_name=person.name, extras=extras,
+                           announce=announce, check_output=guardrail.problem, record=record)
     skills = app.extensions["skills"]
-    capabilities: list[Any] = [ToolErrorsAsResults(), standing_approvals(
-        app, conversation_id, run_id, spec.id, spec.name, person.id, person.email)]
+    capabilities: list[Any] = [
+        ToolErrorsAsResults(), TurnLog(record),
+        UntrustedContent(record, frozenset(spec.never_ask),
+                         audit=never_ask_audit(app, conversation_id, run_id, spec, person)),
+        standing_approvals(app, conversation_id, run_id, spec.id, spec.name, person.id, person.email)]
     toolsets: list[AbstractToolset[Any]] = []
     built_skills: list[tuple[Skill, Any, list[Any]]] = []
     for entry in spec.skills:
@@ -128,6 +145,8 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
         built_skills.append((skill, skill.parse(entry.get("config")), items))
         for item in items:
             (toolsets if isinstance(item, AbstractToolset) else capabilities).append(item)
+    review = AnswerReview(reviewers_of(built_skills), record)
+    capabilities.append(review)
     profile = profile_for(spec.model)
     agent = PydanticAgent(
         build_model(spec.model),
@@ -138,6 +157,8 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
         toolsets=toolsets,
         # A run that waits for a person (approval, plan, question) ends with the calls it deferred.
         output_type=profile.output_type("orchestration"),
+        # The answer review owns the output retries: it never asks more often than its budget.
+        retries={"output": review.budget},
     )
     return BuiltAgent(agent=agent, context=context, capabilities=capabilities, skills=built_skills,
-                      guardrail=guardrail)
+                      guardrail=guardrail, record=record, review=review)

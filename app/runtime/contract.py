@@ -1,6 +1,7 @@
 """What the runtime offers skills, built-in or installed: the one module of the runtime a skill imports.
 
-`Skill`, `SkillContext` and `TurnEnd` are the contract itself (app/runtime/skill.py); the rest are the
+`Skill`, `SkillContext`, `TurnEnd`, the turn's record and a reviewer's `Verdict` are the contract itself
+(app/runtime/skill.py, record.py, verdicts.py); the rest are the
 runtime's services a skill may build on. import-linter checks that skills import nothing else of the
 runtime (see `[tool.importlinter]` in pyproject.toml).
 """
@@ -20,23 +21,32 @@ from app.runtime.offline import OFFLINE_PATTERNS
 from app.runtime.outcome import step_result
 from app.runtime.prompts import clock_variables, render, render_prompt, template_error
 from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
+from app.runtime.record import Passage, ToolCall, TurnRecord
 from app.runtime.services import Invalid, Refused, register_service
 from app.runtime.skill import (
+    DESTRUCTIVE_KEY,
+    EFFECT_KEY,
     GROUP_KEY,
     MUTATES_KEY,
     ROUTING_ONLY_KEY,
+    TRUSTED_RESULT_KEY,
     Built,
     Skill,
     SkillContext,
     ToolGroup,
     TurnEnd,
+    mutation,
 )
+from app.runtime.verdicts import Verdict
 
 __all__ = [
     # The contract
     "Built", "Skill", "SkillContext", "TurnEnd",
-    # Tool groups and the tool metadata keys every skill may set
-    "ToolGroup", "GROUP_KEY", "MUTATES_KEY", "ROUTING_ONLY_KEY", "OFFLINE_PATTERNS",
+    # Tool groups and the tool metadata keys every skill may set (`mutation(...)` builds a mutation's)
+    "ToolGroup", "GROUP_KEY", "MUTATES_KEY", "EFFECT_KEY", "DESTRUCTIVE_KEY", "TRUSTED_RESULT_KEY", "ROUTING_ONLY_KEY",
+    "OFFLINE_PATTERNS", "mutation",
+    # The answer review: what a turn did (its record) and what a reviewer says of the answer
+    "TurnRecord", "ToolCall", "Passage", "Verdict",
     # Models and agents: which model a conversation runs on, building one, building another agent
     "ModelSpec", "ModelUnavailable", "build_model", "model_spec_for", "AgentSpec", "Person", "build_agent",
     # The runtime's loop and a conversation's model context

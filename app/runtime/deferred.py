@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,6 +220,27 @@ def standing_approvals(app: Flask, conversation_id: int | None, run_id: str | No
         return await asyncio.get_running_loop().run_in_executor(None, grant, requests)
 
     return HandleDeferredToolCalls(handler=handle)
+
+
+def never_ask_audit(app: Flask, conversation_id: int | None, run_id: str | None, agent: Any,
+                    person: Any) -> Callable[[ToolCallPart, list[str]], None]:
+    """Record, in the approvals audit, each destructive call the agent's "never ask" setting let through.
+
+    `agent` is the run's AgentSpec and `person` its Person; the record names the admin who set the tool
+    to "never ask" as the one who decided, and the untrusted sources it followed as the reason.
+    """
+
+    def record(call: ToolCallPart, sources: list[str]) -> None:
+        with app.app_context():
+            db.session.add(ApprovalRecord(
+                conversation_id=conversation_id, run_id=run_id, user_id=person.id, requested_by=person.email,
+                agent_id=agent.id, agent_name=agent.name, tool_name=call.tool_name, tool_call_id=call.tool_call_id,
+                arguments=arguments_summary(call.args_as_dict()), status="allowed", scope="never_ask",
+                decided_by=agent.never_ask_by or None, decided_at=utcnow(),
+                reason=f"Set to never ask; it followed content from {', '.join(sources)}."))
+            db.session.commit()
+
+    return record
 
 
 def purge_pending(conversation: Conversation) -> None:

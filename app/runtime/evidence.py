@@ -26,9 +26,13 @@ MAX_CHARS = 4_000
 MAX_STRING = 160
 MAX_OUTCOME_CHARS = MAX_CHARS // 4  # one outcome above this keeps only its status flags
 FLAGS = ("tool", "status", "changed", "partial", "reused")
-ID_KEYS = ("id", "ids", "row_ids", "record_ids")
+ID_KEYS = ("id", "ids", "row_ids", "record_ids", "created_row_ids", "updated_row_ids", "deleted_row_ids",
+           "sample_row_ids")
 COUNT_KEYS = ("count", "created", "updated", "deleted", "skipped", "total")
-NAME_KEYS = ("name", "table", "kind", "reason", "unfinished", "error")
+NAME_KEYS = ("name", "label", "table", "kind", "reason", "unfinished", "error")
+# Where a target's name is read from, in order: the tool's declared effect, its result, its arguments.
+TARGET_KEYS = ("label", "name", "table", "title")
+ROW_ID_KEYS = ("created_row_ids", "updated_row_ids", "deleted_row_ids", "row_ids", "record_ids", "ids")
 
 
 def compact(value: Any) -> str:
@@ -86,6 +90,30 @@ def outcome_of(tool: str, args: Any, result: Any = None, error: BaseException | 
         outcome.update(status="no_op", changed=False)
     if value.get("partial") is True:
         outcome.update(status="partial", partial=True)
+    return outcome
+
+
+def with_effect(outcome: dict[str, Any], effect: dict[str, Any], args: Any = None) -> dict[str, Any]:
+    """Add what the tool declared it does (action, object) and what it did it to (target, count) to an outcome.
+
+    The target is the effect's own (a table's row tools are bound to their table), else the name the result
+    gives, else the one the arguments give; the count is the result's, else the number of ids it lists
+    (rows a table was created with count as its rows: a new table without them has 0).
+    """
+    if not effect:
+        return outcome
+    outcome = {**outcome, "action": effect.get("action"), "object": effect.get("object")}
+    arguments = args if isinstance(args, dict) else {}
+    target = effect.get("target") or next((outcome[k] for k in TARGET_KEYS if isinstance(outcome.get(k), str)), None) \
+        or next((arguments[k] for k in TARGET_KEYS if isinstance(arguments.get(k), str)), None)
+    if target:
+        outcome["target"] = cut(target)
+    if "count" not in outcome:
+        ids = next((outcome[k] for k in ROW_ID_KEYS if isinstance(outcome.get(k), list)), None)
+        if ids is not None and effect.get("object") == "row":
+            outcome["count"] = len(ids)
+    if effect.get("object") == "table" and effect.get("action") == "create":
+        outcome["rows"] = len(outcome.get("sample_row_ids") or [])
     return outcome
 
 

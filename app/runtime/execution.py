@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -16,25 +15,16 @@ from typing import Any
 
 from flask import Flask, current_app
 from pydantic_ai import CancellationToken, capture_run_messages
-from pydantic_ai.exceptions import (
-    ModelAPIError,
-    ModelHTTPError,
-    ModelRequestTimeout,
-    ModelTimeoutError,
-    RunCancelled,
-    UnexpectedModelBehavior,
-    UsageLimitExceeded,
-)
+from pydantic_ai.exceptions import ModelRequestTimeout, ModelTimeoutError, RunCancelled, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_ai.run import AgentRunResultEvent
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.usage import UsageLimits
 
 from app.extensions import db
-from app.guards.outbound import OutboundRefused
 from app.models import Agent, Conversation, Message, Run, RunEvent, User
 from app.models.base import utcnow
-from app.runtime import deferred, history, loop
+from app.runtime import deferred, failures, history, loop, receipt
 from app.runtime import events as run_events
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.history import load_history
@@ -45,11 +35,12 @@ from app.runtime.outcome import (
     answer_meta,
     count_usage,
     guard_output,
-    review_output,
+    settle,
     translate,
     usage_from_messages,
 )
-from app.runtime.providers import ModelUnavailable
+from app.runtime.record import TurnRecord
+from app.runtime.review import shown_context
 from app.runtime.skill import TurnEnd
 from app.runtime.titles import generate_title
 
@@ -59,6 +50,8 @@ CANCEL_POLL_SECONDS = 1.0
 
 INTERRUPTED = ("The server stopped while this answer was being written. What it had produced is kept; "
                "send your message again to continue.")
+# How many earlier answers' receipts a turn reads to check claims about earlier turns.
+EARLIER_ANSWERS = 20
 
 _tokens: dict[str, CancellationToken] = {}
 _futures: dict[str, concurrent.futures.Future] = {}
@@ -79,6 +72,9 @@ class Turn:
     # Answers to the calls an earlier run left waiting, and instructions that come with them (plan approval).
     deferred: DeferredToolResults | None = None
     instructions: list[str] = field(default_factory=list)
+    # The changes earlier answers of the conversation made (their receipts): a claim about the past is
+    # checked against them, never against this turn's.
+    earlier: list[dict[str, Any]] = field(default_factory=list)
 
 
 def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
@@ -182,7 +178,16 @@ def prepare(run: Run, conversation: Conversation | None, agent: Agent | None, us
         deferred=resumption.results,
         instructions=[*resumption.instructions, *extras.get("instructions", [])],
         extras=extras,
+        earlier=earlier_changes(conversation.id),
     )
+
+
+def earlier_changes(conversation_id: int) -> list[dict[str, Any]]:
+    """Return the changes the conversation's latest answers recorded in their receipts, oldest first."""
+    metas = db.session.scalars(db.select(Message.meta).where(
+        Message.conversation_id == conversation_id, Message.role == "assistant")
+        .order_by(Message.id.desc()).limit(EARLIER_ANSWERS))
+    return receipt.earlier_changes(reversed(list(metas)))
 
 
 def run_extras(run_id: str) -> dict[str, Any]:
@@ -204,6 +209,7 @@ async def execute(app: Flask, turn: Turn) -> str:
         outcome.status, outcome.error = "failed", "The agent of this conversation no longer exists."
     else:
         await _drive(app, turn, writer, outcome)
+        await settle(outcome, writer)
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()
@@ -221,13 +227,13 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
     try:
         with capture_run_messages() as captured:
             try:
+                record = TurnRecord(locale=turn.extras.get("locale"), earlier=list(turn.earlier))
+                outcome.record = record
                 built = build_agent(app, turn.agent, turn.person, turn.conversation_id, turn.run_id,
-                                    turn.extras, announce=writer.emit)
-                outcome.skills, outcome.guardrail = built.skills, built.guardrail
-                # Skills that check the complete answer before anyone sees it (`review_answer`, e.g. UI proposals).
-                outcome.reviewers = [(skill, config, items) for skill, config, items in built.skills
-                                     if skill.review_answer is not None and items]
-                if not outcome.reviewers:  # no output checks: the answer streams, screened by the guardrails
+                                    turn.extras, announce=writer.emit, record=record)
+                outcome.skills, outcome.guardrail, outcome.review = built.skills, built.guardrail, built.review
+                # Skills that review the answer before anyone sees it (`review_answer`) hold it back until then.
+                if not outcome.review.reviewers:  # no reviewers: the answer streams, screened by the guardrails
                     with app.app_context():
                         writer.screen_text(StreamScreen(built.guardrail))
                 limits = UsageLimits(request_limit=max(1, turn.agent.max_requests))
@@ -262,31 +268,14 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                 outcome.status = "failed"
                 outcome.error = turn.agent.model.timeout_message(getattr(error, "timeout", None))
                 outcome.messages = list(captured)
-            except ModelHTTPError as error:
-                outcome.status, outcome.error = "failed", provider_error(error)
-                outcome.messages = list(captured)
-            except (ModelAPIError, UnexpectedModelBehavior, ModelUnavailable, LookupError,
-                    OutboundRefused) as error:
-                outcome.status, outcome.error = "failed", str(error)
-                outcome.messages = list(captured)
-            except Exception as error:  # recorded on the run, shown to the user, and logged
-                log.exception("run %s failed", turn.run_id)
-                outcome.status, outcome.error = "failed", f"{type(error).__name__}: {error}"
+            except Exception as error:  # said in Skilldesk's words; the detail is kept for admins and logged
+                outcome.status = "failed"
+                outcome.error, outcome.error_detail = failures.describe(error)
+                if outcome.error_detail is not None:
+                    log.warning("run %s failed: %s", turn.run_id, outcome.error_detail, exc_info=error)
                 outcome.messages = list(captured)
     finally:
         _tokens.pop(turn.run_id, None)
-
-
-def provider_error(error: ModelHTTPError) -> str:
-    """Say what the provider answered, as it said it."""
-    body = error.body
-    if isinstance(body, dict):  # {"error": {"message": …}}, {"error": "…"}, or from openai {"message": …}
-        body = body["error"] if isinstance(body.get("error"), dict | str) else body
-        body = body["message"] if isinstance(body, dict) and isinstance(body.get("message"), str) else body
-    detail = body if isinstance(body, str) else json.dumps(body)[:500] if body else error.message
-    # Notes say what was tried before giving up (compaction adds why the request could not be shortened).
-    notes = "".join(f" {note}" for note in getattr(error, "__notes__", ()))
-    return f"The provider answered {error.status_code}: {detail}{notes}"
 
 
 def _limit_message(turn: Turn, error: UsageLimitExceeded) -> str:
@@ -301,6 +290,10 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     """
     usage_from_messages(outcome, len(turn.history))
     refused = guard_output(outcome, writer, len(turn.history))
+    if not refused and outcome.messages and outcome.review is not None:
+        # The next turn is told what the user saw: the review's text, without the attempts it refused.
+        outcome.messages = shown_context(outcome.messages, len(turn.history), "".join(outcome.text),
+                                         outcome.review.feedback)
     # Dumped whole: pydantic-ai may add parts to messages of the history it was given.
     context = ModelMessagesTypeAdapter.dump_json(outcome.messages).decode() if outcome.messages else None
     # One statement touches the conversation and tells whether it is still there, undeleted.
@@ -319,10 +312,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
         writer.discard_text()
         db.session.execute(db.delete(RunEvent).where(RunEvent.run_id == turn.run_id))
     if kept and not refused:
-        review_output(outcome, writer)
         answer_meta(outcome)
-        if outcome.reviewers:  # a reviewer's text is the answer now: it is checked too
-            refused = guard_output(outcome, writer, len(turn.history))
     meta = {"status": outcome.status, **outcome.meta}
     if outcome.error:
         meta["error"] = outcome.error
@@ -343,7 +333,8 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
                                           turn.person.id, turn.person.email)
         message.meta = {**meta, "pending": pending}
     db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
-        status=outcome.status, error=outcome.error, finished_at=utcnow(), input_tokens=outcome.input_tokens,
+        status=outcome.status, error=outcome.error, error_detail=outcome.error_detail, finished_at=utcnow(),
+        input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
     # Whatever the first turn brought (an answer, a failure, a card), the chat gets a title after it.
     needs_title = kept and row.title is None

@@ -29,6 +29,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 
 from app.runtime.plain_text import first_words, plain_text
+from app.runtime.untrusted import unfence
 
 MODEL_NAME = "skilldesk-offline"
 INTRO = "(Offline model)"
@@ -116,9 +117,11 @@ def report(returns: list[ToolReturnPart | RetryPromptPart]) -> str:
         if isinstance(part, RetryPromptPart):
             lines.append(f"- `{part.tool_name}` asked for a correction: {_shorten(str(part.content), 600)}")
         elif part.outcome != "success":
-            lines.append(f"- `{part.tool_name}` failed: {_shorten(_summary(part.model_response_str()), 600)}")
+            said = unfence(_summary(unfence(part.model_response_str())))
+            lines.append(f"- `{part.tool_name}` failed: {_shorten(said, 600)}")
         else:
-            lines.append(f"- `{part.tool_name}` returned: {_shorten(_summary(part.model_response_str()), 1500)}")
+            said = unfence(_summary(unfence(part.model_response_str())))
+            lines.append(f"- `{part.tool_name}` returned: {_shorten(said, 1500)}")
     return "\n".join(lines)
 
 

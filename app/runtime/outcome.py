@@ -21,10 +21,16 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import DeferredToolRequests
 
+from app.policy.claims import claims_change
 from app.runtime.events import EventWriter
 from app.runtime.guardrails import REFUSAL, OutputGuardrail, refused_context
+from app.runtime.receipt import KEY as RECEIPT_KEY
+from app.runtime.receipt import receipt_of
+from app.runtime.record import TurnRecord
+from app.runtime.review import AnswerReview
 
 STEP_RESULT_CHARS = 4_000
+UNREVIEWED_ERROR = "The answer could not be checked, so it is held back; the tool results of this turn are kept."
 
 
 @dataclass
@@ -38,10 +44,13 @@ class Outcome:
     output_tokens: int = 0
     requests: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    # What went wrong in the libraries' words, for admins (app/runtime/failures.py); `error` says it for users.
+    error_detail: str | None = None
     # The agent's skills as built for the run: (skill, its validated Config, what its build returned).
     skills: list[tuple[Any, Any, list[Any]]] = field(default_factory=list)
-    # Skills with a `review_answer` hook and what they built: they check the complete answer.
-    reviewers: list[tuple[Any, Any, list[Any]]] = field(default_factory=list)
+    # The turn's record and the answer review of the run (None when no agent was built).
+    record: TurnRecord | None = None
+    review: AnswerReview | None = None
     # The calls the run ended on because they wait for a person (approval, plan, question).
     waiting: DeferredToolRequests | None = None
     # The run's output rules (app/runtime/guardrails.py); None when no agent was built.
@@ -75,18 +84,31 @@ def translate(event: Any, writer: EventWriter, outcome: Outcome) -> None:
                                     "result": step["result"], "failed": failed})
 
 
-def review_output(outcome: Outcome, writer: EventWriter) -> None:
-    """Let the reviewing skills check the complete answer; the checked text replaces the held one."""
-    if not outcome.reviewers:
+async def settle(outcome: Outcome, writer: EventWriter) -> None:
+    """Settle the answer the run ends with: the review's text replaces the held one, and its receipt is added.
+
+    The review ran in the run when the model gave its answer; an answer that did not get there (the run
+    waits for a person, failed or was stopped) is reviewed now, without asking again. A reviewer that
+    failed leaves the answer held back and the run `unfinished`. Every answer of a turn that called a
+    mutation, or whose text claims a change, gets the receipt of the turn's changes.
+    """
+    review, record = outcome.review, outcome.record
+    if review is None or record is None:
         return
-    text = "".join(outcome.text)
-    for skill, config, built in outcome.reviewers:
-        text, meta = skill.review_answer(config, built, text)
-        outcome.meta.update(meta)
-    if writer.holding:
-        writer.discard_text()
-        writer.text(text)  # lands with the end event, in the transaction of the message
-    outcome.text = [text]
+    if review.reviewers:
+        settled = await review.settle("".join(outcome.text))
+        if settled.failed is not None:
+            outcome.status, outcome.error = "unfinished", UNREVIEWED_ERROR
+        outcome.meta.update(settled.meta)
+        if record.asked:
+            outcome.meta["review"] = {**outcome.meta.get("review", {}), "asked_again": list(record.asked)}
+        if writer.holding:
+            writer.discard_text()
+            writer.text(settled.text)  # lands with the end event, in the transaction of the message
+        outcome.text = [settled.text]
+    found = receipt_of(record.changes, claims_change("".join(outcome.text)))
+    if found is not None:
+        outcome.meta[RECEIPT_KEY] = found
 
 
 def guard_output(outcome: Outcome, writer: EventWriter, start: int) -> bool:
@@ -97,7 +119,7 @@ def guard_output(outcome: Outcome, writer: EventWriter, start: int) -> bool:
     """
     if outcome.guardrail is None or outcome.guardrail.broken_rule("".join(outcome.text)) is None:
         return False
-    outcome.status, outcome.error, outcome.waiting, outcome.reviewers = "refused", None, None, []
+    outcome.status, outcome.error, outcome.waiting = "refused", None, None
     outcome.text, outcome.meta = [REFUSAL], {}
     if outcome.messages:
         outcome.messages = refused_context(outcome.messages, start, outcome.guardrail)

@@ -1,6 +1,7 @@
 """The contract between the runtime and a skill: what a skill is given (`SkillContext`), what it is (`Skill`),
 and the hooks through which the runtime asks it at the points of a turn (`pick_model`, `finish_turn`,
-`after_turn`, `review_answer`, `answer_meta`). A skill's tools belong to tool groups (`ToolGroup`,
+`after_turn`, `review_answer`, `answer_meta`), and the metadata a tool declares (what it changes, whether it
+destroys, whether its results are trusted). A skill's tools belong to tool groups (`ToolGroup`,
 declared with `tool_groups`): the Tool routing skill loads or defers them by group and hides those the
 user may not use. The runtime knows no particular skill: it loops over the agent's skills and calls the
 hooks they set. Built-in skills and those of installed packages take the same path.
@@ -19,9 +20,11 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset, PrefixedToolset, WrapperToolset
 
 from app.runtime.services import service_of
+from app.runtime.verdicts import Verdict
 
 if TYPE_CHECKING:
     from app.models import Agent, Conversation, Message, ModelConfig
+    from app.runtime.record import TurnRecord
 
 Built = AbstractCapability[Any] | AbstractToolset[Any]
 
@@ -53,6 +56,9 @@ class SkillContext:
     # breaks and what it asks, or returns None. Needs an app context (`with ctx.app_context():` in a tool).
     # None outside a run.
     check_output: Callable[[str], str | None] | None = None
+    # The turn's record (app/runtime/record.py), which the runtime and the skills fill as the run goes;
+    # skills add what they own (retrieved passages, proposals). None outside a run.
+    record: TurnRecord | None = None
 
     def tell_page(self, type_: str, data: dict[str, Any]) -> None:
         """Show a change this tool made (a notice, the header) on the chat page now, through the run's stream."""
@@ -90,9 +96,77 @@ class ToolGroup:
 
 # Tool metadata keys every skill may set on its tools (`toolset.tool(metadata={...})`):
 GROUP_KEY = "group"  # the name of the tool's ToolGroup
-MUTATES_KEY = "mutates"  # True when the tool changes stored state (action memory, completion evidence)
+MUTATES_KEY = "mutates"  # True when the tool changes stored state (the turn's ledger, the receipt)
+# What a mutation does, for the answer review and the receipt: {"action", "object", "target"} (see `mutation`).
+EFFECT_KEY = "effect"
+# True when the tool deletes, overwrites, sends something out or writes memory: after content the user did not
+# write entered the turn, a call waits for the user (app/runtime/untrusted.py).
+DESTRUCTIVE_KEY = "destructive"
+# True when the tool's results are the server's own words, never content someone else wrote (a clock, a schema).
+TRUSTED_RESULT_KEY = "trusted_result"
 # ToolReturn metadata key of a result that only routed a call (no change, never evidence).
 ROUTING_ONLY_KEY = "routing_only"
+
+# The actions a mutation declares, as the claims in answers are matched to them (app/policy/claims).
+ACTIONS = ("create", "update", "delete", "send", "run", "remember", "schedule")
+
+
+def mutation(action: str, object_: str | None = None, *, target: str | None = None, destructive: bool = False,
+             unless: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+    """Return the metadata of a tool that changes stored state: what it does, to what, and whether it destroys.
+
+    `action` is one of ACTIONS; `object_` the kind of thing changed ("table", "row", "memory", "message"...);
+    `target` the name of the thing when the tool is bound to one (a table's row tools). A result may still
+    name its target (`label`, `name` or `table`) and its count (`count` or its ids). `unless` names the
+    arguments whose values make a call change nothing (`{"method": ["GET", "HEAD"]}`).
+    """
+    if action not in ACTIONS:
+        raise ValueError(f"Unknown action {action!r}; use one of {', '.join(ACTIONS)}.")
+    effect = {"action": action, "object": object_, **({"target": target} if target else {}),
+              **({"unless": unless} if unless else {})}
+    flag: bool | dict[str, Any] = {"unless": unless} if unless else True
+    return {MUTATES_KEY: True, EFFECT_KEY: effect, **({DESTRUCTIVE_KEY: flag} if destructive else {})}
+
+
+def _excepted(condition: Any, args: dict[str, Any]) -> bool:
+    unless = condition.get("unless") if isinstance(condition, dict) else None
+    return isinstance(unless, dict) and any(
+        str(args.get(name, "")).upper() in {str(value).upper() for value in values} for name, values in unless.items())
+
+
+def _mcp_annotations(metadata: dict[str, Any]) -> dict[str, Any] | None:
+    """The annotations of a tool of an MCP server (pydantic-ai's MCPToolset sets `meta` and `annotations`)."""
+    if "annotations" in metadata and "meta" in metadata:
+        return metadata.get("annotations") or {}
+    return None
+
+
+def changes_state(metadata: dict[str, Any] | None, args: dict[str, Any]) -> bool:
+    """Tell whether this call of a tool changes stored state (a mutation, unless its arguments say otherwise).
+
+    An MCP tool changes state unless its server marks it read-only (the MCP specification's default).
+    """
+    metadata = metadata or {}
+    annotations = _mcp_annotations(metadata)
+    if annotations is not None and MUTATES_KEY not in metadata:
+        return not annotations.get("readOnlyHint", False)
+    return bool(metadata.get(MUTATES_KEY)) and not _excepted(metadata.get(EFFECT_KEY), args)
+
+
+def is_destructive(metadata: dict[str, Any] | None, args: dict[str, Any]) -> bool:
+    """Tell whether this call deletes, overwrites, sends something out or writes memory.
+
+    A tool says so in its metadata; an MCP tool by its annotations, as the MCP specification reads them
+    (a tool not marked read-only may be destructive unless it says it is not).
+    """
+    metadata = metadata or {}
+    if DESTRUCTIVE_KEY in metadata:
+        flag = metadata[DESTRUCTIVE_KEY]
+        return bool(flag) and not _excepted(flag, args)
+    annotations = _mcp_annotations(metadata)
+    if annotations is not None:
+        return not annotations.get("readOnlyHint", False) and annotations.get("destructiveHint", True) is not False
+    return False
 
 
 @dataclass
@@ -135,12 +209,16 @@ class Skill:
     # `after_turn(config, end)` runs once the turn is stored, off the runtime loop, in an app context:
     # the place to queue follow-up jobs. Its failures are logged, never the turn's.
     after_turn: Callable[[Any, TurnEnd], None] | None = None
-    # `review_answer(config, built, text)` checks the run's complete answer before anyone sees it and returns
-    # (the text to store, what the message's metadata keeps). While a skill that built something for the
-    # run has this hook, the answer is held back and shown once checked (by it, then by the output
-    # guardrails, app/runtime/guardrails.py); without one, the answer streams through the guardrails'
-    # hold-back window (app/runtime/holdback.py).
-    review_answer: Callable[[Any, list[Built], str], tuple[str, dict[str, Any]]] | None = None
+    # `review_answer(config, built, text, record)` judges the run's answer before anyone sees it and returns a
+    # `Verdict` (app/runtime/verdicts.py): keep, revise, replace, or ask the model again. `record` is the
+    # turn's `TurnRecord` (app/runtime/record.py): its tool calls, changes, proposals and passages. The
+    # runtime asks every reviewer about the same text and applies their verdicts by one rule
+    # (app/runtime/review.py). While a skill that built something for the run has this hook, the answer
+    # is held back and shown once reviewed (then checked by the output guardrails,
+    # app/runtime/guardrails.py); without one, it streams through the guardrails' hold-back window
+    # (app/runtime/holdback.py). Called off the runtime loop, with no app context: push one to read the
+    # database.
+    review_answer: Callable[[Any, list[Built], str, TurnRecord], Verdict] | None = None
     # `answer_meta(config, built)` returns what the answer's metadata keeps for this skill (e.g. the
     # action memory's ledger). Called as the turn is stored, unless the answer was refused.
     answer_meta: Callable[[Any, list[Built]], dict[str, Any]] | None = None

@@ -24,7 +24,7 @@ from app.extensions import db
 from app.guards.credentials import HeaderLines, fill_headers
 from app.guards.outbound import fetch, policy_from_config
 from app.models import User
-from app.runtime.contract import Skill, SkillContext, render, template_error
+from app.runtime.contract import Skill, SkillContext, mutation, render, template_error
 from app.skills.subagent import TOOL_NAME, delegate, reach
 from app.tables import permissions, records, schema
 
@@ -201,7 +201,17 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
 
     tool = Tool.from_schema(act, name=config.tool_name, description=config.description,
                             json_schema=config.parameters, takes_ctx=True)
+    tool.metadata = effect_of(config)
     return FunctionToolset([tool])
+
+
+def effect_of(config: Config) -> dict[str, Any]:
+    """What a call of the action does: a webhook sends (GET only reads), an agent runs, an insert adds a row."""
+    if config.kind == "webhook":
+        return {} if config.method == "GET" else mutation("send", "request", destructive=True)
+    if config.kind == "agent":
+        return mutation("run", "agent", target=config.agent)
+    return mutation("create", "row", target=config.table)
 
 
 def _clip(text: str) -> str:

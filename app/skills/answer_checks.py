@@ -1,29 +1,28 @@
-"""Answer checks: the final answer is checked against this turn's tool results before anyone sees it.
+"""Answer checks: every claim of the answer is checked against what this turn's tools did before anyone sees it.
 
-An output check (pydantic-ai's output hooks) asks the model again (`ModelRetry`, in the same user turn)
-when the answer
+A reviewer in the runtime's answer review (app/runtime/review.py). The model is asked again, in the same
+user turn, when the answer
 - prints a tool call instead of making it;
 - says a mode keeps it from acting (modes only decide which tools are loaded, never what is allowed);
 - hands the work back to the user ("do it yourself", "fallo manualmente") while no tool failed this turn;
-- claims a change that no live mutation result after the latest user prompt supports. A prior success
-  (action memory), a reused resource or an explicit no-op never supports a new change claim; a partial
-  result supports an answer that says what is unfinished.
-When the retries run out the answer says it is unfinished; the turn's tool results stay in its steps.
-The claim patterns are those of app/policy/claims.py (English and Italian). While on, the answer is
-held back and shown once checked.
+- claims a change that no change of this turn supports. A prior success, a reused resource or an
+  explicit no-op never supports a new change claim; a partial result supports an answer that says what
+  is unfinished.
+When the answer's retry budget is spent, the answer says it is unfinished and what this turn did; the
+turn's tool results stay in its steps and its receipt. The claim patterns are those of
+app/policy/claims. While on, the answer is held back and shown once checked.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from pydantic_ai import ModelRetry
 from pydantic_ai.capabilities import AbstractCapability
 
 from app.policy.claims import claims_change, claims_mode_limit, hands_off, prints_tool_call, says_unfinished
-from app.runtime.contract import Skill, SkillContext, evidence, step_result
+from app.runtime.contract import Skill, SkillContext, TurnRecord, Verdict
 
 RETRY = {
     "printed_call": "Your answer prints a tool call as text. Make the call with the tool instead, then answer "
@@ -56,79 +55,49 @@ class Config(BaseModel):
 
 @dataclass
 class AnswerChecks(AbstractCapability[Any]):
-    """The check of one run's answers; `accepted` is the answer that passed (or the unfinished one)."""
+    """The answer checks of one run (the review itself is the skill's `review_answer` hook)."""
 
     config: Config
-    locale: str | None = None
-    tools: set[str] = field(default_factory=set)
-    mutations: set[str] = field(default_factory=set)
-    accepted: str | None = None
-    unfinished: str | None = None
-    asked: list[str] = field(default_factory=list)
 
-    async def prepare_tools(self, ctx, tool_defs):
-        for tool_def in tool_defs:
-            self.tools.add(tool_def.name)
-            if evidence.is_mutation(tool_def):
-                self.mutations.add(tool_def.name)
-        return tool_defs
 
-    def problem(self, text: str, messages: list[Any]) -> str | None:
-        """Return what is wrong with the answer (a RETRY key), or None."""
-        if prints_tool_call(text, self.tools):
-            return "printed_call"
-        if claims_mode_limit(text):
-            return "mode_limit"
-        live = evidence.since_latest_prompt(messages)
-        failed = any(step_result(part)[1] for message in live for part in getattr(message, "parts", ())
-                     if getattr(part, "part_kind", "") in ("tool-return", "retry-prompt") and part.tool_name)
-        if self.config.check_handoffs and hands_off(text) and not failed:
-            return "handoff"
-        if self.config.check_changes and claims_change(text):
-            changes = [o for o in evidence.live_outcomes(messages, self.mutations)
-                       if o["status"] in ("succeeded", "partial")]
-            if not changes:
-                return "unsupported"
-            if all(o["status"] == "partial" for o in changes) and not says_unfinished(text):
-                return "partial"
-        return None
+def problem_of(config: Config, text: str, record: TurnRecord) -> str | None:
+    """Return what is wrong with the answer (a RETRY key), or None."""
+    if prints_tool_call(text, record.tools):
+        return "printed_call"
+    if claims_mode_limit(text):
+        return "mode_limit"
+    if config.check_handoffs and hands_off(text) and not record.failed_calls():
+        return "handoff"
+    if config.check_changes and claims_change(text):
+        changes = [o for o in record.changes if o["status"] in ("succeeded", "partial")]
+        if not changes:
+            return "unsupported"
+        if all(o["status"] == "partial" for o in changes) and not says_unfinished(text):
+            return "partial"
+    return None
 
-    async def after_output_process(self, ctx, *, output_context, output):
-        if not isinstance(output, str):
-            return output  # calls waiting for a person
-        problem = self.problem(output, list(ctx.messages))
-        if problem is None:
-            self.accepted = output
-            return output
-        self.asked.append(problem)
-        if ctx.retry < ctx.max_retries:
-            raise ModelRetry(RETRY[problem])
-        self.unfinished = problem
-        self.accepted = self.unfinished_answer(problem, list(ctx.messages))
-        return self.accepted
 
-    def unfinished_answer(self, problem: str, messages: list[Any]) -> str:
-        language = "it" if (self.locale or "").lower().startswith("it") else "en"
-        done = evidence.live_outcomes(messages, self.mutations)
-        listed = "; ".join(f"{o['tool']}: {o['status']}" for o in done)
-        suffix = (f" Fatto in questo turno: {listed}." if language == "it" else f" Done in this turn: {listed}.") \
-            if listed else ""
-        return UNFINISHED_ANSWER[language].format(reason=problem.replace("_", " "), done=suffix)
+def unfinished_answer(problem: str, record: TurnRecord) -> str:
+    """Say that the answer is unfinished, why, and what this turn did (from its ledger, never the model's words)."""
+    language = "it" if (record.locale or "").lower().startswith("it") else "en"
+    listed = "; ".join(f"{o['tool']}: {o['status']}" for o in record.changes)
+    suffix = (f" Fatto in questo turno: {listed}." if language == "it" else f" Done in this turn: {listed}.") \
+        if listed else ""
+    return UNFINISHED_ANSWER[language].format(reason=problem.replace("_", " "), done=suffix)
 
 
 def build(config: Config, ctx: SkillContext) -> AnswerChecks:
-    return AnswerChecks(config, locale=ctx.extras.get("locale"))
+    return AnswerChecks(config)
 
 
-def review(config: Config, built: list[Any], text: str) -> tuple[str, dict[str, Any]]:
-    """Show the answer that passed the checks, not the attempts it replaced (the `review_answer` hook)."""
-    for item in built:
-        if isinstance(item, AnswerChecks) and item.accepted is not None:
-            meta = {"answer_check": {"asked_again": item.asked}} if item.asked else {}
-            if item.unfinished:
-                meta["answer_check"]["unfinished"] = True
-            return item.accepted, meta
-    return text, {}
+def review(config: Config, built: list[Any], text: str, record: TurnRecord) -> Verdict:
+    """Ask again when the answer claims what this turn did not do (the `review_answer` hook)."""
+    problem = problem_of(config, text, record)
+    if problem is None:
+        return Verdict.keep()
+    unfinished = Verdict.replaced(unfinished_answer(problem, record),
+                                  meta={"answer_check": {"problem": problem, "unfinished": True}})
+    return Verdict.ask_again(RETRY[problem], otherwise=unfinished, meta={"answer_check": {"problem": problem}})
 
 
 skill = Skill(name="answer_checks", title="Answer checks", config=Config, build=build, description=__doc__.strip(),

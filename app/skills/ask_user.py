@@ -7,7 +7,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.runtime.contract import ASKS_USER, CARD_KEY, Skill, SkillContext
+from app.runtime.contract import ASKS_USER, CARD_KEY, TRUSTED_RESULT_KEY, Skill, SkillContext
 
 QUESTION_CHARS = 1_000
 OPTION_CHARS = 300
@@ -27,7 +27,8 @@ class Config(BaseModel):
 def build(config: Config, ctx: SkillContext) -> FunctionToolset:
     toolset = FunctionToolset()
 
-    @toolset.tool_plain(metadata={ASKS_USER: True})
+    # The result is the user's own answer.
+    @toolset.tool_plain(metadata={ASKS_USER: True, TRUSTED_RESULT_KEY: True})
     def ask_user_question(question: str, options: list[str]) -> str:
         """Ask the user a question and end your turn until they answer; use it when you cannot go on without
         their choice. Give a few short options (or none for an open question); they may also answer in their

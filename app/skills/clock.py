@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.runtime.contract import Skill, SkillContext
+from app.runtime.contract import TRUSTED_RESULT_KEY, Skill, SkillContext
 
 
 class Config(BaseModel):
@@ -29,7 +29,7 @@ class Config(BaseModel):
 def build(config: Config, ctx: SkillContext) -> FunctionToolset:
     toolset = FunctionToolset()
 
-    @toolset.tool_plain
+    @toolset.tool_plain(metadata={TRUSTED_RESULT_KEY: True})
     def current_time(timezone: str | None = None) -> str:
         """Tell the current date and time (clock), optionally in an IANA time zone such as Europe/Rome."""
         zone = timezone or config.timezone

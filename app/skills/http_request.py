@@ -18,7 +18,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.guards.html_text import html_to_text
 from app.guards.outbound import OutboundPolicy, OutboundRefused, OutboundResponse, fetch, policy_from_config
-from app.runtime.contract import Skill, SkillContext
+from app.runtime.contract import Skill, SkillContext, mutation
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "+json", "+xml")
@@ -81,6 +81,9 @@ def describe(response: OutboundResponse, method: str, max_chars: int) -> str:
     return f"{head}\n\n{body}"
 
 
+READ_METHODS = ("GET", "HEAD")
+
+
 def build(config: Config, ctx: SkillContext) -> FunctionToolset:
     policy = skill_policy(policy_from_config(ctx.app.config), config)
     allowed = ", ".join(config.methods)
@@ -114,7 +117,10 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
         f"readable text with link URLs kept. Methods allowed: {allowed}. Private and internal addresses "
         "are refused."
     )
-    return FunctionToolset([Tool(http_request, name="http_request", description=description)])
+    # A request other than GET or HEAD sends something out: it changes state elsewhere and may destroy it.
+    sends = any(method not in READ_METHODS for method in config.methods)
+    metadata = mutation("send", "request", destructive=True, unless={"method": list(READ_METHODS)}) if sends else {}
+    return FunctionToolset([Tool(http_request, name="http_request", description=description, metadata=metadata)])
 
 
 skill = Skill(name="http_request", title="HTTP request / fetch page", config=Config, build=build,

@@ -12,13 +12,14 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.knowledge.citations import (
+    Source,
     TurnSources,
     linked,
     no_evidence_answer,
     strip_invalid,
     valid_citations,
 )
-from app.runtime.contract import OFFLINE_PATTERNS, Skill, SkillContext
+from app.runtime.contract import OFFLINE_PATTERNS, Skill, SkillContext, TurnRecord, Verdict
 
 # The offline model takes a plain question ("what is compaction?") to the search, the question as the query.
 OFFLINE_QUESTION = {OFFLINE_PATTERNS: (
@@ -56,13 +57,15 @@ class Config(BaseModel):
 
 @dataclass
 class Knowledge(AbstractCapability[Any]):
-    """The search tool, and the check of the answer's citations."""
+    """The search tool; what it retrieves goes into the turn's record, which the skill's review reads."""
 
     config: Config
     skill_ctx: SkillContext
-    turn: TurnSources = field(default_factory=TurnSources)
-    reconsidered: int = 0
-    final: str | None = None
+    record: TurnRecord = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Outside a run (a settings check) the skill keeps a record of its own.
+        self.record = self.skill_ctx.record if self.skill_ctx.record is not None else TurnRecord()
 
     def get_toolset(self) -> FunctionToolset:
         toolset = FunctionToolset(instructions=INSTRUCTIONS)
@@ -85,8 +88,9 @@ class Knowledge(AbstractCapability[Any]):
             kbs = usable_bases(self.config.knowledge_bases, self.skill_ctx.role)
             if not kbs:
                 raise ToolFailed("No knowledge base is available to this agent for your role.")
-            self.turn.searches.append(query)
-            self.turn.bases = [kb.name for kb in kbs]
+            record = self.record
+            record.searches.append(query)
+            record.bases = [kb.name for kb in kbs]
             found = retrieve(kbs, query, limit=self.config.results, per_document=self.config.per_document,
                              min_score=self.config.min_score).kept
             if not found:
@@ -94,37 +98,20 @@ class Knowledge(AbstractCapability[Any]):
             blocks = []
             for scored in found:
                 passage = scored.passage
-                number = self.turn.number_for(passage.id, passage.document_id, passage.document.title,
-                                              passage.heading)
+                number = record.passage_number(passage.id, passage.document_id, passage.document.title,
+                                               passage.heading, passage.text)
                 where = passage.document.title + (f" — {passage.heading}" if passage.heading else "")
                 blocks.append(f"[{number}] (passage {passage.id}) {where}\n{passage.text}")
             return "\n\n".join(blocks)
 
-    async def after_output_process(self, ctx, *, output_context, output: Any) -> Any:
-        if getattr(ctx, "partial_output", False) or not isinstance(output, str):
-            return output
-        if self.turn.searches and self.turn.sources and not valid_citations(output, self.turn):
-            if self.reconsidered == 0:
-                self.reconsidered += 1
-                numbers = ", ".join(f"[{n}]" for n in self.turn.sources)
-                raise ModelRetry(RECONSIDER.format(numbers=numbers))
-        self.final = output
-        return output
 
-    def review_output(self, text: str) -> tuple[str, dict[str, Any]]:
-        """Remove citations not retrieved in this turn; with none left after searching, say so honestly."""
-        answer = strip_invalid(self.final if self.final is not None else text, self.turn)
-        meta: dict[str, Any] = {}
-        if self.turn.searches:
-            meta["knowledge"] = {"searches": list(self.turn.searches), "reconsidered": self.reconsidered}
-            if not valid_citations(answer, self.turn):
-                return no_evidence_answer(self.turn), meta
-        used = valid_citations(answer, self.turn)
-        if used:
-            meta.setdefault("knowledge", {})["citations"] = [
-                {"number": n, "passage_id": self.turn.sources[n].passage_id,
-                 "title": self.turn.sources[n].title} for n in used]
-        return linked(answer, self.turn, passage_url), meta
+def turn_sources(record: TurnRecord) -> TurnSources:
+    """The record's passages and searches as the citation functions read them."""
+    sources = TurnSources(searches=list(record.searches), bases=list(record.bases))
+    for number, passage in record.passages.items():
+        sources.sources[number] = Source(number, passage.passage_id, passage.document_id, passage.title,
+                                         passage.heading)
+    return sources
 
 
 def passage_url(passage_id: int) -> str:
@@ -135,13 +122,33 @@ def build(config: Config, ctx: SkillContext) -> Knowledge:
     return Knowledge(config, ctx)
 
 
-def check_answer(config: Config, built: list[Any], text: str) -> tuple[str, dict[str, Any]]:
-    """The `review_answer` hook: check the run's answer against the passages its searches retrieved."""
-    for item in built:
-        if isinstance(item, Knowledge):
-            return item.review_output(text)
-    return text, {}
+def review(config: Config, built: list[Any], text: str, record: TurnRecord) -> Verdict:
+    """Check the answer's citations against the passages this turn retrieved (the `review_answer` hook).
 
+    Citations of passages not retrieved in this turn are removed and the valid ones linked. After a search
+    that retrieved passages, an answer citing none of them is reconsidered once, then replaced by the honest
+    "the documents do not answer this".
+    """
+    turn = turn_sources(record)
+    meta: dict[str, Any] = {}
+    if record.searches:
+        meta["knowledge"] = {"searches": list(record.searches), "reconsidered": record.asked.count(skill.name)}
+        if not valid_citations(strip_invalid(text, turn), turn):
+            honest = Verdict.replaced(no_evidence_answer(turn), meta=meta)
+            if turn.sources and record.asked.count(skill.name) == 0:
+                numbers = ", ".join(f"[{n}]" for n in turn.sources)
+                return Verdict.ask_again(RECONSIDER.format(numbers=numbers), otherwise=honest, meta=meta)
+            return honest
+    used = valid_citations(text, turn)
+    if used:
+        meta.setdefault("knowledge", {})["citations"] = [
+            {"number": n, "passage_id": turn.sources[n].passage_id, "title": turn.sources[n].title} for n in used]
+    return Verdict.revised(lambda answer: linked(strip_invalid(answer, turn), turn, passage_url), phase=CITATIONS,
+                           meta=meta)
+
+
+# Citations are linked after the other reviewers' revisions (which may remove text that cites).
+CITATIONS = 90
 
 skill = Skill(name="knowledge", title="Knowledge bases", config=Config, build=build, description=__doc__.strip(),
-              review_answer=check_answer)
+              review_answer=review)

@@ -10,7 +10,7 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from app.knowledge.memories import MAX_CHARS, MemoryUnavailable, clean_text, recall, relevance, remember, text_error
-from app.runtime.contract import MUTATES_KEY, Skill, SkillContext
+from app.runtime.contract import TRUSTED_RESULT_KEY, Skill, SkillContext, mutation
 
 INSTRUCTIONS = (
     "You have a long-term memory. Use search_memory when earlier conversations may hold the answer "
@@ -43,7 +43,8 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
     toolset = FunctionToolset(instructions=INSTRUCTIONS)
     scope = {"user_id": ctx.user_id, "agent_id": ctx.agent_id, "personal": config.personal}
 
-    @toolset.tool_plain(metadata={MUTATES_KEY: True})
+    # Writing memory is destructive: a memory steers later conversations (app/runtime/untrusted.py).
+    @toolset.tool_plain(metadata={**mutation("remember", "memory", destructive=True), TRUSTED_RESULT_KEY: True})
     def store_in_memory(text: str) -> ToolReturn:
         """Remember one lasting fact (a preference, a name, a decision) for later conversations."""
         text = clean_text(text)

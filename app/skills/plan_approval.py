@@ -7,7 +7,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.runtime.contract import ASKS_USER, CARD_KEY, Skill, SkillContext
+from app.runtime.contract import ASKS_USER, CARD_KEY, TRUSTED_RESULT_KEY, Skill, SkillContext
 
 PLAN_CHARS = 20_000
 
@@ -31,7 +31,8 @@ class Config(BaseModel):
 def build(config: Config, ctx: SkillContext) -> FunctionToolset:
     toolset = FunctionToolset(instructions=config.when_to_plan or None)
 
-    @toolset.tool_plain(metadata={ASKS_USER: True})
+    # The result is the user's own decision.
+    @toolset.tool_plain(metadata={ASKS_USER: True, TRUSTED_RESULT_KEY: True})
     def submit_plan_for_approval(plan: str) -> str:
         """Show your plan (Markdown) to the user and end your turn until they approve it or ask for changes.
         The result is "approved", or the changes they want: then submit a revised plan."""

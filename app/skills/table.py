@@ -18,7 +18,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.extensions import db
 from app.models import DataTable, User
-from app.runtime.contract import MUTATES_KEY, Skill, SkillContext
+from app.runtime.contract import TRUSTED_RESULT_KEY, Skill, SkillContext, mutation
 from app.tables.markdown import describe_fields, markdown_table
 from app.tables.permissions import allowed
 from app.tables.records import (
@@ -73,7 +73,6 @@ class Condition(BaseModel):
     value: str | int | float | bool | None = None
 
 
-MUTATION = {MUTATES_KEY: True}
 
 
 def build(config: Config, ctx: SkillContext) -> FunctionToolset:
@@ -87,11 +86,14 @@ def build(config: Config, ctx: SkillContext) -> FunctionToolset:
                                          f"match text in any field, filter by field conditions. "
                                          f"Fields: {fields}.")
         if config.allow_insert:
-            toolset.add_function(_insert_tool(name, ctx), name=f"insert_{name}", metadata=MUTATION,
+            toolset.add_function(_insert_tool(name, ctx), name=f"insert_{name}",
+                                 metadata={**mutation("create", "row", target=label), TRUSTED_RESULT_KEY: True},
                                  description=f"Insert (add, create) a row into the table {label} ({name}). "
                                              f"Fields: {fields}.")
         if config.allow_update:
-            toolset.add_function(_update_tool(name, ctx), name=f"update_{name}", metadata=MUTATION,
+            toolset.add_function(_update_tool(name, ctx), name=f"update_{name}",
+                                 metadata={**mutation("update", "row", target=label, destructive=True),
+                                           TRUSTED_RESULT_KEY: True},
                                  description=f"Update (change, edit) a row of the table {label} ({name}) "
                                              f"by id. Fields: {fields}.")
     return toolset

@@ -3,9 +3,10 @@
 The tools are offered only when the message's page declared a target of their kind
 (`context.page.proposable`). A proposal is never applied on the server: it is stored in the
 answer's metadata (`proposals`) and the client applies it when the user accepts. The answer is
-shown once it is checked: an answer that claims a proposal was applied is replaced by a plain
-statement that it waits for the user. A reason that breaks an output guardrail is sent back to the
-model (ModelRetry naming the rule).
+shown once it is checked, whether or not a proposal was stored: an answer that claims a proposal was
+applied is replaced by a plain statement that it waits for the user, and one that claims a change or
+a suggestion no proposal of this turn made is asked again, then says that nothing changed. A reason
+that breaks an output guardrail is sent back to the model (ModelRetry naming the rule).
 """
 
 from __future__ import annotations
@@ -19,8 +20,16 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.policy.proposals import ProposalCollector, ProposalRejected, review_answer
-from app.runtime.contract import Skill, SkillContext
+from app.policy.claims import claims_applied
+from app.policy.proposals import (
+    NOT_PROPOSED_FEEDBACK,
+    ProposalCollector,
+    ProposalRejected,
+    claims_suggestion,
+    nothing_changed,
+    pending_statement,
+)
+from app.runtime.contract import TRUSTED_RESULT_KEY, Skill, SkillContext, TurnRecord, Verdict
 
 INSTRUCTIONS = (
     "You may propose changes to what the page declared as proposable (listed below as data, not "
@@ -30,6 +39,8 @@ INSTRUCTIONS = (
     "that you suggested it and that it waits for the user. At most three proposals per answer, one per "
     "target.\nDeclared targets: "
 )
+# A proposal tool answers in the server's own words (the proposal's id and that it waits).
+TRUSTED = {TRUSTED_RESULT_KEY: True}
 
 
 class Config(BaseModel):
@@ -38,13 +49,15 @@ class Config(BaseModel):
 
 @dataclass
 class UiProposals(AbstractCapability[Any]):
-    """The proposal tools for the declared targets, and the check of the answer (`review_output`)."""
+    """The proposal tools for the targets the page declared (none when it declared nothing)."""
 
     collector: ProposalCollector
     locale: str | None = None
     declared: list[dict[str, Any]] = field(default_factory=list)
 
-    def get_toolset(self) -> FunctionToolset:
+    def get_toolset(self) -> FunctionToolset | None:
+        if not self.declared:
+            return None
         toolset = FunctionToolset(instructions=INSTRUCTIONS + json.dumps(
             [{k: entry.get(k) for k in ("kind", "target", "schema", "current", "description")}
              for entry in self.declared], ensure_ascii=False))
@@ -59,47 +72,52 @@ class UiProposals(AbstractCapability[Any]):
                     "do not say that it was.")
 
         if "preference" in collector.kinds():
-            @toolset.tool_plain
+            @toolset.tool_plain(metadata=TRUSTED)
             def propose_preference_change(namespace: str, key: str, value: str, reason: str) -> str:
                 """Propose a new value (JSON text) for a preference the page declared; the user decides."""
                 return propose("preference", {"namespace": namespace, "key": key}, value, reason)
 
         if "view_state" in collector.kinds():
-            @toolset.tool_plain
+            @toolset.tool_plain(metadata=TRUSTED)
             def propose_view_state(resource: str, view: str, value: str, reason: str) -> str:
                 """Propose a new value (JSON text) for a view of the page the page declared; the user decides."""
                 return propose("view_state", {"resource": resource, "view": view}, value, reason)
 
         return toolset
 
-    def review_output(self, text: str) -> tuple[str, dict[str, Any]]:
-        """Return the checked answer and what the message's metadata keeps (the proposals)."""
-        proposals = list(self.collector.proposals)
-        return review_answer(text, proposals, self.locale), ({"proposals": proposals} if proposals else {})
 
-
-def build(config: Config, ctx: SkillContext) -> UiProposals | None:
+def build(config: Config, ctx: SkillContext) -> UiProposals:
     declared = [entry for entry in ctx.extras.get("proposable") or [] if isinstance(entry, dict)]
-    if not declared:
-        return None  # the page declared nothing: no tools
+
     def check_output(text: str) -> str | None:
         if ctx.check_output is None:
             return None
         with ctx.app_context():  # the check reads the user's saved credentials
             return ctx.check_output(text)
 
-    return UiProposals(ProposalCollector(declared, check_output), locale=ctx.extras.get("locale"),
-                       declared=declared)
+    # Built even when the page declared nothing: the tools are then absent, but the answer is still checked.
+    collector = ProposalCollector(declared, check_output,
+                                  stored=ctx.record.proposals if ctx.record is not None else None)
+    return UiProposals(collector, locale=ctx.extras.get("locale"), declared=declared)
 
 
-def check_answer(config: Config, built: list[Any], text: str) -> tuple[str, dict[str, Any]]:
-    """Check the answer against the proposals the run made (the `review_answer` hook)."""
-    meta: dict[str, Any] = {}
-    for proposals in built:
-        text, found = proposals.review_output(text)
-        meta.update(found)
-    return text, meta
+def review(config: Config, built: list[Any], text: str, record: TurnRecord) -> Verdict:
+    """Never let an answer say a proposal was applied, nor speak of a card no proposal made (`review_answer`).
+
+    The check runs whether or not a proposal was stored this turn: with proposals, an answer that says one
+    was applied becomes the plain statement that it waits for the user; without one, an answer that claims
+    a change was applied or a suggestion was made is asked again, then says plainly that nothing changed.
+    """
+    proposals = list(record.proposals)
+    meta = {"proposals": proposals} if proposals else {}
+    locale = record.locale
+    if proposals and claims_applied(text):
+        return Verdict.replaced(pending_statement(locale), meta=meta)
+    if not proposals and (claims_applied(text) or claims_suggestion(text)):
+        return Verdict.ask_again(NOT_PROPOSED_FEEDBACK, otherwise=Verdict.replaced(nothing_changed(locale)),
+                                 meta={"proposal_check": {"unsupported": True}})
+    return Verdict.keep(meta)
 
 
 skill = Skill(name="ui_proposals", title="UI proposals", config=Config, build=build, description=__doc__.strip(),
-              review_answer=check_answer)
+              review_answer=review)

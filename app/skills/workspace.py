@@ -21,13 +21,14 @@ from pydantic_ai.toolsets import DynamicToolset, FunctionToolset
 
 from app.runtime.contract import (
     GROUP_KEY,
-    MUTATES_KEY,
     OFFLINE_PATTERNS,
+    TRUSTED_RESULT_KEY,
     Invalid,
     Refused,
     Skill,
     SkillContext,
     ToolGroup,
+    mutation,
 )
 
 INSTRUCTIONS = (
@@ -44,6 +45,11 @@ OFFLINE_CREATE_TABLE = {OFFLINE_PATTERNS: (
     r"[\"“']?(?P<label>[\w][\w ]*?)[\"”']?(?:\s+with\s+(?:the\s+)?(?:fields\s+)?(?P<fields>[^.?!]+?))?"
     r"(?:\s+fields)?\s*[.?!]?$",
 )}
+
+
+# The schema and change tools answer in the server's words (names, fields, summaries the admins wrote);
+# list_rows does not: rows hold what anyone with access wrote.
+TRUSTED = {TRUSTED_RESULT_KEY: True}
 
 
 class RowTools(Protocol):
@@ -120,12 +126,12 @@ def build(config: Config, ctx: SkillContext) -> list:
     user = ctx.user_id
     toolset = FunctionToolset(instructions=INSTRUCTIONS)
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data"})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data", **TRUSTED})
     def list_tables(search: str = "") -> dict[str, Any]:
         """List (find) the data tables you can read, those whose name or label contains `search` when given."""
         return guard(lambda: workspace.list_tables(user, search))
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data"})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data", **TRUSTED})
     def describe_table(table: str) -> dict[str, Any]:
         """Describe a table (by name or label): its id, fields and kinds; loads its row tools."""
         def describe() -> dict[str, Any]:
@@ -135,7 +141,8 @@ def build(config: Config, ctx: SkillContext) -> list:
                     "row_tools": [f"{verb}_rows_in_table_{definition.id}" for verb in ("create", "update", "delete")]}
         return guard(describe)
 
-    @toolset.tool(sequential=True, metadata={GROUP_KEY: "data", MUTATES_KEY: True, **OFFLINE_CREATE_TABLE})
+    @toolset.tool(sequential=True, metadata={GROUP_KEY: "data", **mutation("create", "table"), **TRUSTED,
+                                             **OFFLINE_CREATE_TABLE})
     def create_table(run: RunContext[Any], label: str, fields: list[FieldSpec], description: str = "",
                      confirm: bool = False, sample_rows: list[dict[str, Any]] | None = None,
                      sample_data: bool = False) -> dict[str, Any]:
@@ -152,7 +159,8 @@ def build(config: Config, ctx: SkillContext) -> list:
             return result
         return guard(create)
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data", MUTATES_KEY: True})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "data", **mutation("update", "table", destructive=True),
+                                                   **TRUSTED})
     def update_table(table: str, changes: dict[str, Any]) -> dict[str, Any]:
         """Update (change, rename) a table: changes may hold label, description, permissions ({action: [roles]}),
         add_fields ([{name, label, kind, ...}]) and change_fields ({field: {name, label, required, choices}})."""
@@ -163,12 +171,12 @@ def build(config: Config, ctx: SkillContext) -> list:
         """List (show, search) rows of a table, those containing `match` in any field when given."""
         return guard(lambda: workspace.list_rows(user, table, match, limit))
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation"})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", **TRUSTED})
     def list_agents() -> dict[str, Any]:
         """List the agents with their skills, and the installed skills (admin only)."""
         return guard(lambda: workspace.list_agents(user))
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", MUTATES_KEY: True})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", **mutation("create", "agent"), **TRUSTED})
     def create_agent(name: str, instructions: str = "", description: str = "",
                      skills: list[dict[str, Any]] | None = None, roles: list[str] | None = None,
                      confirm: bool = False) -> dict[str, Any]:
@@ -176,25 +184,28 @@ def build(config: Config, ctx: SkillContext) -> list:
         changed: set confirm=true only when the user agreed to the listed differences."""
         return guard(lambda: workspace.create_agent(user, name, instructions, description, skills, roles, confirm))
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", MUTATES_KEY: True})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation",
+                                                   **mutation("update", "agent", destructive=True), **TRUSTED})
     def update_agent(agent: str, changes: dict[str, Any]) -> dict[str, Any]:
         """Update an agent by name: changes may hold name, description, instructions, roles, max_requests and
         skills (the whole list, [{name, config}]) (admin only)."""
         return guard(lambda: workspace.update_agent(user, agent, changes))
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation"})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", **TRUSTED})
     def list_triggers() -> dict[str, Any]:
         """List the triggers that start agents on table events, webhooks and schedules (admin only)."""
         return guard(lambda: workspace.list_triggers(user))
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", MUTATES_KEY: True})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", **mutation("create", "trigger"),
+                                                   **TRUSTED})
     def create_trigger(settings: dict[str, Any], confirm: bool = False) -> dict[str, Any]:
         """Create a trigger (admin only): settings name, kind (event, webhook, schedule), table, events (insert,
         update, delete), cron, agent (by name), run_as (an email), prompt, active, write_back_field. A trigger of
         the same name is reused: confirm=true only when the user agreed to the listed differences."""
         return guard(lambda: workspace.create_trigger(user, settings, confirm))
 
-    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation", MUTATES_KEY: True})
+    @toolset.tool_plain(sequential=True, metadata={GROUP_KEY: "automation",
+                                                   **mutation("update", "trigger", destructive=True), **TRUSTED})
     def update_trigger(trigger: str, changes: dict[str, Any]) -> dict[str, Any]:
         """Update a trigger by name (admin only); changes take the settings create_trigger takes."""
         return guard(lambda: workspace.update_trigger(user, trigger, changes))

@@ -18,7 +18,7 @@ from pydantic_ai import ModelRetry, Tool
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from app.models import DataTable
-from app.runtime.contract import GROUP_KEY, MUTATES_KEY
+from app.runtime.contract import GROUP_KEY, TRUSTED_RESULT_KEY, mutation
 from app.tables.markdown import describe_fields
 from app.tables.permissions import readable_tables
 from app.tables.schema import get_table
@@ -29,11 +29,13 @@ from app.workspace.rows import BATCH, CreationTotals
 JSON_TYPES = {"integer": ["integer", "string"], "decimal": ["number", "string"], "boolean": ["boolean", "string"],
               "link": ["integer"]}
 
-WRITES = {GROUP_KEY: "data", MUTATES_KEY: True}
+# Row writes answer in the server's words (ids and counts); updating or deleting rows destroys what was there.
+ROW_EFFECTS = {"create": {}, "update": {"destructive": True}, "delete": {"destructive": True}}
 Guard = Callable[[Callable[[], Any]], Any]
 
 
-def _write_tool(function: Callable[..., Any], name: str, description: str, schema: dict[str, Any]) -> Tool:
+def _write_tool(function: Callable[..., Any], name: str, description: str, schema: dict[str, Any], action: str,
+                label: str) -> Tool:
     """A row-writing tool: its arguments checked against the schema the model was given (from_schema skips that)."""
     validator = Draft202012Validator(schema)
 
@@ -45,7 +47,8 @@ def _write_tool(function: Callable[..., Any], name: str, description: str, schem
         return function(**args)
 
     tool = Tool.from_schema(checked, name, description, schema, sequential=True)
-    tool.metadata = dict(WRITES)
+    tool.metadata = {GROUP_KEY: "data", TRUSTED_RESULT_KEY: True,
+                     **mutation(action, "row", target=label, **ROW_EFFECTS[action])}
     return tool
 
 
@@ -133,7 +136,7 @@ class RowTools:
             lambda rows: create(rows), f"create_rows_in_table_{table_id}",
             f"Create (add, insert) rows in the table {label} ({name}), at most {BATCH} per call. Fields: {fields}.",
             {"type": "object", "required": ["rows"], "additionalProperties": False,
-             "properties": {"rows": {**batch, "items": _row_schema(definition, partial=False)}}}))
+             "properties": {"rows": {**batch, "items": _row_schema(definition, partial=False)}}}, "create", label))
         toolset.add_tool(_write_tool(
             lambda changes: update(changes), f"update_rows_in_table_{table_id}",
             f"Update (change, edit) rows of the table {label} ({name}) by id, at most {BATCH} per call. "
@@ -141,10 +144,11 @@ class RowTools:
             {"type": "object", "required": ["changes"], "additionalProperties": False,
              "properties": {"changes": {**batch, "items": {
                  "type": "object", "required": ["id", "values"], "additionalProperties": False,
-                 "properties": {"id": {"type": "integer"}, "values": _row_schema(definition, partial=True)}}}}}))
+                 "properties": {"id": {"type": "integer"}, "values": _row_schema(definition, partial=True)}}}}},
+            "update", label))
         toolset.add_tool(_write_tool(
             lambda ids: delete(ids), f"delete_rows_in_table_{table_id}",
             f"Delete (remove) rows of the table {label} ({name}) by id, at most {BATCH} per call.",
             {"type": "object", "required": ["ids"], "additionalProperties": False,
-             "properties": {"ids": {**batch, "items": {"type": "integer"}}}}))
+             "properties": {"ids": {**batch, "items": {"type": "integer"}}}}, "delete", label))
         return toolset

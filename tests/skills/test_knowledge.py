@@ -12,6 +12,7 @@ from app.knowledge.embeddings import embedder_from_config
 from app.knowledge.indexing import index_knowledge_base
 from app.knowledge.library import put_document
 from app.models import KnowledgeBase, KnowledgePassage
+from app.runtime.untrusted import unfence
 from tests.conftest import make_agent
 from tests.skill_chat import Script as BaseScript
 from tests.skill_chat import chat_with, scripted, streamed
@@ -175,7 +176,7 @@ class Rewriter:
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Backups"})])
         returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
         if returned:  # cite the passage that answers the last question
-            blocks = str(returned[0].content).split("\n\n[")
+            blocks = unfence(str(returned[0].content)).split("\n\n[")  # results reach models fenced as data
             wanted = "change" if "change" in self.queries[-1] else "nightly"
             number = next(re.match(r"\[?(\d+)\]", b).group(1) for b in blocks if wanted in b)
             return ModelResponse(parts=[TextPart(f"Here is what the documents say [{number}].")])

@@ -10,7 +10,8 @@ from app.assistance.preferences import ui_setting
 from app.extensions import db
 from app.guards.credentials import save_credential
 from app.models import RunEvent, User
-from app.policy.proposals import PENDING, ProposalRejected, check_reason, claims_applied
+from app.policy.claims import claims_applied
+from app.policy.proposals import PENDING, ProposalRejected, check_reason
 from app.runtime import execution
 from app.tables.schema import get_table
 from tests.chat_driver import last_run_id, outcome, start_chat

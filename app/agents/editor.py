@@ -7,6 +7,7 @@ are submit buttons that re-render the form with the list changed; only Save writ
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from flask import current_app
@@ -18,12 +19,15 @@ from wtforms.validators import ValidationError
 from app.database import name_clash
 from app.extensions import db
 from app.models import Agent, ModelConfig
+from app.models.base import utcnow
 from app.runtime.builder import check_instructions
 from app.runtime.skill import Skill, SkillContext
 from app.web.form_fields import ChosenIdField, NumberField, RolesField, stripped, words
 from app.web.settings_forms import SettingsForm
 
 MAX_SKILLS = 50
+MAX_NEVER_ASK = 100
+TOOL_NAME = re.compile(r"^[A-Za-z][\w-]*$")
 MAIN_FIELDS = ("name", "description", "instructions", "model_config_id", "roles", "max_requests")
 
 
@@ -72,6 +76,7 @@ class AgentForm(FlaskForm):
     roles = RolesField("Who may use it")
     max_requests = NumberField("Model requests per turn (cap)", kind=int, low=1, high=200, required=True,
                                message="Use a whole number from 1 to 200.", absent="25")
+    never_ask = TextAreaField("Destructive tools that never ask", filters=[_lines])
     skills = FieldList(SkillEntry(), max_entries=MAX_SKILLS)
     action = StringField(default="save")
     add_skill = StringField()
@@ -108,6 +113,17 @@ class AgentForm(FlaskForm):
         if field.data and (not isinstance(field.data, int) or db.session.get(ModelConfig, field.data) is None):
             raise ValidationError("Choose a model configuration that exists.")
 
+    def validate_never_ask(self, field) -> None:
+        names = self.never_ask_tools()
+        if len(names) > MAX_NEVER_ASK:
+            raise ValidationError(f"Name at most {MAX_NEVER_ASK} tools.")
+        if any(len(name) > 200 or not TOOL_NAME.match(name) for name in names):
+            raise ValidationError("Write one tool name per line: letters, digits, _ or - (at most 200).")
+
+    def never_ask_tools(self) -> list[str]:
+        """The tool names of the "never ask" setting, one per line, without repeats."""
+        return list(dict.fromkeys(line.strip() for line in (self.never_ask.data or "").splitlines() if line.strip()))
+
     def validate_roles(self, field) -> None:
         if not field.data:
             raise ValidationError("Choose at least one role that may use the agent.")
@@ -122,7 +138,7 @@ class AgentForm(FlaskForm):
 
     def error_map(self) -> dict[str, str]:
         """Each main field's first error by name (`skills` for a skill that is not installed)."""
-        errors = {name: self[name].errors[0] for name in MAIN_FIELDS if self[name].errors}
+        errors = {name: self[name].errors[0] for name in (*MAIN_FIELDS, "never_ask") if self[name].errors}
         if self.unknown_skill:
             errors["skills"] = self.unknown_skill
         return errors
@@ -150,8 +166,9 @@ def _stored(agent: Agent | None) -> dict[str, Any]:
     if agent is None:
         return {"name": "", "description": "", "instructions": "", "model_config_id": None,
                 "roles": ["admin", "user"], "max_requests": current_app.config["MAX_MODEL_REQUESTS_PER_TURN"],
-                "skills": []}
+                "never_ask": "", "skills": []}
     return {**{name: getattr(agent, name) for name in MAIN_FIELDS}, "roles": list(agent.roles or []),
+            "never_ask": "\n".join((agent.never_ask or {}).get("tools") or []),
             "skills": [dict(s) for s in agent.skills or []]}
 
 
@@ -173,7 +190,10 @@ def read_form(registry: dict[str, Skill], agent_id: int | None) -> AgentForm:
 def form_of(values: dict[str, Any], skills: list[dict[str, Any]], registry: dict[str, Skill],
             agent_id: int | None) -> AgentForm:
     """Validate an agent given as values and stored-shape skills (the Workspace tools' path), by the editor's rules."""
-    data = {**_stored(None), **{key: value for key, value in values.items() if key in MAIN_FIELDS}}
+    # The "never ask" setting is the admin's alone, in the editor: the Workspace tools keep what is set.
+    existing = db.session.get(Agent, agent_id) if agent_id is not None else None
+    data = {**_stored(None), "never_ask": _stored(existing)["never_ask"] if existing else "",
+            **{key: value for key, value in values.items() if key in MAIN_FIELDS}}
     known, unknown = [], None
     for entry in skills:
         name = str(entry.get("name") or "")
@@ -228,8 +248,15 @@ def _check_tool_names(form: AgentForm) -> None:
                                           f"a tool named {name}; each tool of an agent needs its own name.")
 
 
-def save(agent: Agent, form: AgentForm) -> None:
-    """Write a validated form to the agent; the caller commits."""
+def save(agent: Agent, form: AgentForm, by: str | None = None) -> None:
+    """Write a validated form to the agent; the caller commits.
+
+    A change of the "never ask" tools records who made it and when (`by`, an email), shown on the agent's
+    page and named in the approvals audit of every call it lets through.
+    """
     for key, value in form.values().items():
         setattr(agent, key, value)
     agent.skills = form.stored_skills()
+    tools = form.never_ask_tools()
+    if tools != list((agent.never_ask or {}).get("tools") or []):
+        agent.never_ask = {"tools": tools, "set_by": by or "", "set_at": utcnow().isoformat()} if tools else None

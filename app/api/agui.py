@@ -2,7 +2,8 @@
 
 Order: RUN_STARTED; each tool call as TOOL_CALL_START, TOOL_CALL_ARGS, TOOL_CALL_END and, when it
 returns, TOOL_CALL_RESULT; the answer as TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END,
-from the stored message only, so no event carries model text before the answer is checked; then
+from the stored message only, so no event carries model text before the answer is checked; a CUSTOM
+event `skilldesk.receipt` with the turn's receipt when it has one (what it changed, from its ledger); then
 RUN_FINISHED (an `interrupt` outcome when proposals or calls wait for the user, who answers in the
 next run) or RUN_ERROR with a coarse code (`REFUSED` after the stored generic refusal). Each event is
 an `id:` line (the sequence number of the stored event it comes from, so a client resumes after it), an
@@ -17,6 +18,7 @@ from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
+    CustomEvent,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
@@ -34,6 +36,9 @@ from ag_ui.encoder import EventEncoder
 
 from app.models import Message, RunEvent
 
+RECEIPT = "receipt"
+# The CUSTOM event that carries a turn's receipt, before RUN_FINISHED (or RUN_ERROR).
+RECEIPT_EVENT = "skilldesk.receipt"
 ERROR_CODES = {"failed": "RUN_FAILED", "unfinished": "RUN_UNFINISHED", "interrupted": "RUN_INTERRUPTED",
                "refused": "REFUSED"}
 ERROR_MESSAGES = {"refused": "The answer broke an output rule; the conversation keeps the generic refusal."}
@@ -71,6 +76,8 @@ def ending(thread_id: str, run_id: str, message: Message | None) -> Iterator[Bas
         yield TextMessageStartEvent(messageId=message_id, role="assistant")
         yield TextMessageContentEvent(messageId=message_id, delta=message.content)
         yield TextMessageEndEvent(messageId=message_id)
+    if isinstance(meta.get(RECEIPT), dict):  # what the turn changed, from its ledger (app/runtime/receipt.py)
+        yield CustomEvent(name=RECEIPT_EVENT, value=meta[RECEIPT])
     if status in ERROR_CODES:
         # The code is coarse and is not stored: the message carries only its status.
         yield RunErrorEvent(message=ERROR_MESSAGES.get(

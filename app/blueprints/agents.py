@@ -68,7 +68,7 @@ def _submit(agent: Agent | None):
     if agent is None:
         agent = Agent()
         db.session.add(agent)
-    editor.save(agent, form)
+    editor.save(agent, form, by=current_user.email)
     db.session.commit()
     flash(f"Saved the agent {agent.name}.")
     return redirect(url_for("agents.edit", agent_id=agent.id))

@@ -13,6 +13,7 @@ from sqlalchemy.sql.base import ExecutableOption
 
 from app.extensions import db
 from app.models import Conversation, Message
+from app.runtime import receipt
 
 
 def get_own_conversation(conversation_id: int, *options: ExecutableOption) -> Conversation:
@@ -119,7 +120,17 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
             blocks.append(f"_({status}: {error})_" if error else f"_({status})_")
         if message.content.strip():
             blocks.append(message.content.strip("\n"))
+        found = receipt.read(message.meta)
+        if found is not None:
+            blocks.append(_receipt_block(found))
     return "\n\n".join(blocks) + "\n"
+
+
+def _receipt_block(found: dict[str, Any]) -> str:
+    """A turn's receipt as a quoted block: what it changed, and what it tried without changing anything."""
+    lines = [f"> **Receipt.** {receipt.headline(found)}"]
+    lines += [f"> - not changed: {entry.get('summary')}" for entry in found.get("unchanged") or []]
+    return "\n".join(lines)
 
 
 def _one_line(text: Any) -> str:

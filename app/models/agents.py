@@ -19,7 +19,7 @@ PROVIDERS = {
     "groq": "Groq",
 }
 
-MODEL_ROLES = ("orchestration", "documentation", "utility", "summary", "title")  # app/runtime/profiles.py
+MODEL_ROLES = ("orchestration", "documentation", "utility", "verifier", "summary", "title")  # app/runtime/profiles.py
 
 
 class ModelConfig(db.Model):

@@ -24,6 +24,7 @@ from app.runtime.record import TurnLog, TurnRecord
 from app.runtime.review import AnswerReview, reviewers_of
 from app.runtime.skill import Skill, SkillContext, _tool_names
 from app.runtime.untrusted import UntrustedContent
+from app.runtime.verifier import verifier_for
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
     guardrail = OutputGuardrail(person.id, instructions)
     extras = dict(extras or {})
     record = record if record is not None else TurnRecord(locale=extras.get("locale"))
+    record.verifier = verifier_for(spec.model)
     context = SkillContext(app=app, user_id=person.id, agent_id=spec.id, conversation_id=conversation_id,
                            run_id=run_id, role=person.role, user_name=person.name, extras=extras,
                            announce=announce, check_output=guardrail.problem, record=record)

@@ -6,6 +6,8 @@ at model names. The roles:
 - orchestration: the agent's turn (tools, answers, calls that wait for a person); "chat" is its old name;
 - documentation: answers written from documentation, with citations;
 - utility: short, deterministic jobs (connection checks, classifications);
+- verifier: the answer review's checks the deterministic measures cannot decide (app/runtime/verifier.py);
+  configured by giving the model configuration a profile for this role (else the utility profile's);
 - summary and title: the compaction's summaries and conversation titles.
 A role's settings are: the configuration's own, then the role defaults, then the configuration's
 profile for the role (the admin's per-role overrides), then the settings a quirk sets for the role.
@@ -27,7 +29,7 @@ from pydantic_ai.tools import DeferredToolRequests
 if TYPE_CHECKING:
     from app.runtime.providers import ModelSpec
 
-ROLES = ("orchestration", "documentation", "utility", "summary", "title")
+ROLES = ("orchestration", "documentation", "utility", "verifier", "summary", "title")
 ALIASES = {"chat": "orchestration"}
 STREAMED_ROLES = frozenset({"orchestration", "documentation"})  # the user waits for their first words
 
@@ -36,6 +38,7 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "orchestration": {},
     "documentation": {"temperature": 0.2},
     "utility": {"temperature": 0},
+    "verifier": {"temperature": 0},
     "summary": {"temperature": 0.2},
     "title": {"max_tokens": 60, "temperature": 0.2, "timeout": 20},
 }
@@ -44,6 +47,7 @@ ROLE_OUTPUT: dict[str, Any] = {
     "orchestration": [str, DeferredToolRequests],
     "documentation": str,
     "utility": str,
+    "verifier": str,
     "summary": str,
     "title": str,
 }

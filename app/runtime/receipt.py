@@ -3,7 +3,7 @@
 Every answer whose turn called a tool that changes stored state, or whose text claims a change, gets a
 receipt in its metadata (`meta["receipt"]`):
     {"version": 1,
-     "changed": [{"tool", "action", "object", "target", "count", "rows", "ids", "status", "summary"}, ...],
+     "changed": [{"tool", "action", "object", "target", "count", "rows", "ids", "ref", "status", "summary"}, ...],
      "unchanged": [... the calls that changed nothing: failed, no-op, reused ...]}
 `summary` is the server's sentence for one entry ("created table Contacts (0 rows)"). The chat shows
 the receipt under the answer, the exports and the JSON API carry it, AG-UI sends it as a CUSTOM event;
@@ -36,8 +36,23 @@ def entry_of(outcome: dict[str, Any]) -> dict[str, Any]:
         ids = [outcome["id"]]
     if ids:
         entry["ids"] = ids[:100]
+    ref = _ref(outcome)
+    if ref:
+        entry["ref"] = ref
     entry["summary"] = summary(entry)
     return entry
+
+
+def _ref(outcome: dict[str, Any]) -> dict[str, Any]:
+    """What the changed record is called where the pages can link to it: a table's name, an agent's id."""
+    kind = outcome.get("object")
+    if kind == "table" and isinstance(outcome.get("name"), str):
+        return {"table": outcome["name"]}
+    if kind == "row" and isinstance(outcome.get("table"), str):
+        return {"table": outcome["table"]}
+    if kind in ("agent", "trigger") and isinstance(outcome.get("id"), int):
+        return {kind: outcome["id"]}
+    return {}
 
 
 def summary(entry: dict[str, Any]) -> str:

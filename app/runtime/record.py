@@ -72,6 +72,8 @@ class TurnRecord:
     untrusted: list[str] = field(default_factory=list)
     # How many times the answer review asked the model again, and which reviewers asked.
     asked: list[str] = field(default_factory=list)
+    # The model asked about what the deterministic checks cannot decide (app/runtime/verifier.py), if configured.
+    verifier: Any = None
 
     def passage_number(self, passage_id: int, document_id: int, title: str, heading: str, text: str = "") -> int:
         """Return the number of a retrieved passage, giving it the next number the first time."""

@@ -10,6 +10,7 @@ from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolC
 from pydantic_ai.models.function import DeltaToolCall
 
 from app.models import Message, Run
+from app.runtime.untrusted import unfence
 from tests.chat_driver import outcome, send, start_chat
 from tests.conftest import make_agent
 
@@ -35,7 +36,8 @@ class Script:
                 return ModelResponse(parts=[TextPart(calls)])
             return ModelResponse(parts=[ToolCallPart(name, args, f"call-{len(self.infos)}-{index}")
                                         for index, (name, args) in enumerate(calls)])
-        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returned) or "Done")])
+        # Tool results reach a model fenced as data (app/runtime/untrusted.py): it reports what they hold.
+        return ModelResponse(parts=[TextPart(" | ".join(unfence(str(p.content)) for p in returned) or "Done")])
 
     def stream(self, messages, info):
         """Stream what respond would answer."""

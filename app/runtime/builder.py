@@ -16,13 +16,14 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from app.models import Agent, User
 from app.runtime.deferred import never_ask_audit, standing_approvals
+from app.runtime.failures import tool_failure
 from app.runtime.guardrails import OutputGuardrail
 from app.runtime.profiles import profile_for
 from app.runtime.prompts import clock_variables, render
 from app.runtime.providers import ModelSpec, build_model
 from app.runtime.record import TurnLog, TurnRecord
 from app.runtime.review import AnswerReview, reviewers_of
-from app.runtime.skill import Skill, SkillContext, _tool_names
+from app.runtime.skill import Skill, SkillContext, SkillNotInstalled, _tool_names
 from app.runtime.untrusted import UntrustedContent
 from app.runtime.verifier import verifier_for
 
@@ -67,7 +68,7 @@ class ToolErrorsAsResults(AbstractCapability[Any]):
     """Every tool call gets a result: an exception becomes a failed result the model can read."""
 
     async def on_tool_execute_error(self, ctx, *, call, tool_def, args, error):  # noqa: D401
-        raise ToolFailed(f"{type(error).__name__}: {error}") from error
+        raise ToolFailed(tool_failure(error)) from error
 
 
 @dataclass
@@ -141,7 +142,7 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
     for entry in spec.skills:
         skill = skills.get(entry.get("name"))
         if skill is None:
-            raise LookupError(f"The agent uses the skill {entry.get('name')!r}, which is not installed.")
+            raise SkillNotInstalled(f"The agent uses the skill {entry.get('name')!r}, which is not installed.")
         items = skill.built(entry.get("config"), context)
         _register_groups(context, skill, items)
         built_skills.append((skill, skill.parse(entry.get("config")), items))

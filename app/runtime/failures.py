@@ -18,9 +18,11 @@ from app.guards.outbound import OutboundRefused
 from app.knowledge.embeddings import EmbeddingsError
 from app.knowledge.memories import MemoryUnavailable
 from app.runtime.providers import ModelUnavailable
+from app.runtime.skill import SkillNotInstalled
 
 # Raised by Skilldesk with a message written for the person who reads it.
-SAID_FOR_PEOPLE = (ModelUnavailable, OutboundRefused, MissingSecret, EmbeddingsError, MemoryUnavailable, LookupError)
+SAID_FOR_PEOPLE = (ModelUnavailable, OutboundRefused, MissingSecret, EmbeddingsError, MemoryUnavailable,
+                   SkillNotInstalled)
 DETAIL_CHARS = 4_000
 SHOWN_CHARS = 300
 LINK = re.compile(r"\(?\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
@@ -28,6 +30,8 @@ LINK = re.compile(r"\(?\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
 MODEL_MISBEHAVED = ("The model kept giving answers that could not be used, so this turn stopped. What it had done "
                     "is kept; send your message again, or ask an admin to check the agent's model.")
 UNREACHABLE = "The model's provider could not be reached. Try again in a moment; what this turn did is kept."
+TOOL_RETRIES = ("The tool was not run: the model kept calling it with arguments it could not use. Say plainly what "
+                "could not be done.")
 UNEXPECTED = ("Something went wrong while this answer was being written. What this turn had done is kept; an "
               "admin can see the details on the run's page.")
 
@@ -46,6 +50,16 @@ def describe(error: BaseException) -> tuple[str, str | None]:
     return UNEXPECTED, _detail(error)
 
 
+def tool_failure(error: BaseException) -> str:
+    """What a tool step says when the call raised: the error's own text, without library links.
+
+    A call the model kept getting wrong (pydantic-ai's "exceeded max retries") is said in Skilldesk's words.
+    """
+    if isinstance(error, UnexpectedModelBehavior):
+        return TOOL_RETRIES
+    return _without_links(f"{type(error).__name__}: {error}")
+
+
 def provider_error(error: ModelHTTPError) -> str:
     """Say what the provider answered, as it said it."""
     body = error.body
@@ -59,7 +73,21 @@ def provider_error(error: ModelHTTPError) -> str:
 
 
 def _leaf(error: BaseException) -> BaseException:
-    """The first error of an exception group (a task group's), else the error itself."""
+    """The error to describe: one Skilldesk wrote for people anywhere in the chain (a client library may wrap
+    it: the MCP client raises "Client failed to connect" from a refused address), else the first error of an
+    exception group (a task group's), else the error itself."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, SAID_FOR_PEOPLE):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(cause for cause in (current.__cause__, current.__context__) if cause is not None)
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     return error

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 Built = AbstractCapability[Any] | AbstractToolset[Any]
 
 
+class SkillNotInstalled(LookupError):
+    """An agent names a skill this server does not have (the message says which)."""
+
+
 @dataclass
 class SkillContext:
     """What a skill may know while it builds: who is asking, for which agent, conversation and run.

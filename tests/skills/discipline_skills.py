@@ -16,9 +16,7 @@ from pydantic_ai import ToolReturn
 from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.runtime.skill import Skill, ToolGroup
-
-MUTATES = {"mutates": True}
+from app.runtime.skill import Skill, ToolGroup, mutation
 
 
 class NoConfig(BaseModel):
@@ -29,7 +27,7 @@ def _rows(config, ctx) -> FunctionToolset:
     toolset = FunctionToolset()
     log = ctx.extras.setdefault("log", [])
 
-    @toolset.tool_plain(metadata=MUTATES)
+    @toolset.tool_plain(metadata=mutation("create", "row"))
     def add_rows(table: str, count: int, note: str = "") -> ToolReturn:
         """Add rows to a data table (insert records)."""
         if count < 0:
@@ -41,12 +39,12 @@ def _rows(config, ctx) -> FunctionToolset:
         return ToolReturn({"changed": True, "row_ids": ids, "count": count, "table": table,
                            "values": [{"secret_cell": "Ada Lovelace"}]})
 
-    @toolset.tool_plain(metadata=MUTATES)
+    @toolset.tool_plain(metadata=mutation("create", "row"))
     def import_rows(table: str, count: int) -> dict[str, Any]:
         """Import rows into a data table; stops after 2 rows."""
         return {"changed": True, "partial": True, "count": min(count, 2), "unfinished": f"{count - 2} rows left"}
 
-    @toolset.tool_plain(metadata=MUTATES)
+    @toolset.tool_plain(metadata=mutation("create", "table"))
     def reuse_table(name: str) -> dict[str, Any]:
         """Create a data table, or reuse the one with that name."""
         return {"changed": False, "reused": True, "id": 7, "name": name}
@@ -63,7 +61,7 @@ def _triggers(config, ctx) -> FunctionToolset:
     toolset = FunctionToolset()
     log = ctx.extras.setdefault("log", [])
 
-    @toolset.tool_plain(metadata=MUTATES)
+    @toolset.tool_plain(metadata=mutation("create", "trigger"))
     def create_trigger(name: str, schedule: str) -> dict[str, Any]:
         """Create an automation trigger that runs an agent on a cron schedule."""
         log.append(("create_trigger", name, schedule))
@@ -75,7 +73,7 @@ def _triggers(config, ctx) -> FunctionToolset:
 def _secrets(config, ctx) -> FunctionToolset:
     toolset = FunctionToolset()
 
-    @toolset.tool_plain(metadata=MUTATES)
+    @toolset.tool_plain(metadata=mutation("delete", "record", destructive=True))
     def purge_everything(confirm: bool) -> str:
         """Purge every record of the instance (admin maintenance)."""
         return "purged"

@@ -17,6 +17,7 @@ from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolC
 from app.extensions import db
 from app.guards.credentials import MissingSecret, credential_value, fill_headers
 from app.models.credentials import Credential
+from app.runtime.untrusted import unfence
 from app.skills.mcp import Config
 from tests.skill_chat import chat, scripted, streamed
 
@@ -36,7 +37,7 @@ class Script:
         self.tools_seen.append(sorted(tool.name for tool in info.function_tools))
         returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
         if returned:
-            said = " | ".join(str(part.content) for part in returned)
+            said = " | ".join(unfence(str(part.content)) for part in returned)  # results reach models fenced
             return ModelResponse(parts=[TextPart(f"Server said: {said}")])
         return ModelResponse(parts=[ToolCallPart(self.tool, self.args, "call-1")])
 

@@ -15,6 +15,7 @@ from pydantic_ai.messages import (
 
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
+from app.runtime.untrusted import unfence
 from app.skills.subagent import Config
 from tests.chat_driver import outcome, send, sse_events, start_chat
 from tests.conftest import make_agent
@@ -34,7 +35,7 @@ class Script:
         self.requests.append((list(messages), [tool.name for tool in info.function_tools]))
         returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart | RetryPromptPart)]
         if self.tool is None or returned:
-            said = " | ".join(str(part.content) for part in returned)
+            said = " | ".join(unfence(str(part.content)) for part in returned)  # results reach models fenced
             return ModelResponse(parts=[TextPart(f"{self.answer}: {said}" if said else self.answer)])
         return ModelResponse(parts=[ToolCallPart(self.tool, self.args, f"call-{len(self.requests)}")])
 

@@ -15,6 +15,7 @@ from app.extensions import db
 from app.models import ApprovalRecord, Message, Run, User
 from app.runtime.deferred import SUPERSEDED
 from app.runtime.skill import Skill
+from app.runtime.untrusted import unfence
 from app.skills.tool_approval import Config
 from tests.chat_driver import answer_of, calls_of, chat_model, resumed_run, send, start_chat, tool_returns
 
@@ -65,7 +66,7 @@ class CallingModel:
                     )
                 }
         elif returns:
-            yield " | ".join(f"{r.tool_name}: {r.model_response_str()}" for r in returns)
+            yield " | ".join(f"{r.tool_name}: {unfence(r.model_response_str())}" for r in returns)
         else:
             yield "Nothing to do."
 

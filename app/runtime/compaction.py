@@ -29,6 +29,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from app.runtime import failures
 from app.runtime.context_size import USAGE_KEY, estimate_tokens, message_tokens, part_tokens, text_tokens, usage_ratio
 from app.runtime.offline import SUMMARY_HEADINGS, SUMMARY_MARKER
 
@@ -354,7 +355,7 @@ async def compact(messages: Sequence[ModelMessage], settings: Settings, summariz
                 settings.total_size_in_summary, settings.summary_instructions, instructions)
         except Exception as error:  # by design: a failed summary keeps the clearing, reported, never raised
             log.warning("compaction summary failed: %s", error, exc_info=True)
-            result.error = f"{type(error).__name__}: {error}"
+            result.error = failures.in_words(error)
         else:
             if summarized.summarized and size(summarized.messages) >= size(result.messages):
                 result.error = (f"the summary was not shorter than the messages it replaces (about "

@@ -60,6 +60,18 @@ def tool_failure(error: BaseException) -> str:
     return _without_links(f"{type(error).__name__}: {error}")
 
 
+def in_words(error: BaseException) -> str:
+    """A short reason for a sentence Skilldesk writes around it (a compaction notice): no type names or links."""
+    error = _leaf(error)
+    if isinstance(error, SAID_FOR_PEOPLE):
+        return str(error)
+    if isinstance(error, UnexpectedModelBehavior):
+        return "the model kept giving answers that could not be used"
+    if isinstance(error, ModelHTTPError):
+        return _without_links(provider_error(error))
+    return _without_links(str(error)) or "an unexpected error"
+
+
 def provider_error(error: ModelHTTPError) -> str:
     """Say what the provider answered, as it said it."""
     body = error.body

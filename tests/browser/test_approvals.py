@@ -18,6 +18,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from app.runtime import offline
 from app.runtime.skill import Skill
+from app.runtime.untrusted import unfence
 from tests.browser.pages import send, sign_in
 from tests.conftest import make_agent, make_user
 
@@ -47,7 +48,7 @@ def scripted(decide):
                 yield {index: DeltaToolCall(name=name, json_args=json.dumps(args),
                                             tool_call_id=f"{name}-{len(messages)}-{index}")}
         else:
-            yield " | ".join(f"{r.tool_name}: {r.model_response_str()}" for r in returns) or "Nothing to do."
+            yield " | ".join(f"{r.tool_name}: {unfence(r.model_response_str())}" for r in returns) or "Nothing to do."
 
     return stream
 

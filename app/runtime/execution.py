@@ -31,6 +31,7 @@ from app.runtime.history import load_history
 from app.runtime.holdback import StreamScreen
 from app.runtime.model_choice import model_spec_for
 from app.runtime.outcome import (
+    UNREVIEWED_ERROR,
     Outcome,
     answer_meta,
     count_usage,
@@ -40,7 +41,7 @@ from app.runtime.outcome import (
     usage_from_messages,
 )
 from app.runtime.record import TurnRecord
-from app.runtime.review import shown_context
+from app.runtime.review import UNREVIEWED, shown_context
 from app.runtime.skill import TurnEnd
 from app.runtime.titles import generate_title
 
@@ -209,7 +210,13 @@ async def execute(app: Flask, turn: Turn) -> str:
         outcome.status, outcome.error = "failed", "The agent of this conversation no longer exists."
     else:
         await _drive(app, turn, writer, outcome)
-        await settle(outcome, writer)
+        try:
+            await settle(outcome, writer)
+        except Exception:  # the turn is stored whatever happens here; its answer is held back, never unchecked
+            log.exception("run %s: the answer could not be settled", run_id)
+            outcome.status, outcome.error, outcome.text = "unfinished", UNREVIEWED_ERROR, [UNREVIEWED]
+            writer.discard_text()
+            writer.text(UNREVIEWED)
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()

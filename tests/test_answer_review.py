@@ -147,3 +147,26 @@ def test_a_reviewer_that_fails_leaves_the_run_unfinished_and_keeps_the_message_a
     assert message.meta["receipt"]["changed"][0]["summary"] == "added 2 rows to Contacts"
     with app.app_context():
         assert db.session.get(Conversation, conversation_id) is not None
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(["answer_checks", "knowledge", "ui_proposals"])),
+                         ids="-".join)
+def test_the_workspace_assistants_reviewers_settle_the_same_way_in_any_order(app, client, auth, scripted_model,
+                                                                             order):
+    """The bug this review replaced: with knowledge and answer checks together the claim was shown as is, and in
+    the other order the run failed on pydantic-ai's output retries."""
+    from app.seed import WORKSPACE_SKILLS
+
+    auth.login_as("admin")
+    reviewers = {entry["name"]: entry for entry in WORKSPACE_SKILLS if entry["name"] in order}
+    skills = [entry for entry in WORKSPACE_SKILLS if entry["name"] not in order] + [reviewers[n] for n in order]
+    script = Script(*["I created the table Contacts with 3 rows."] * 4)
+    with app.app_context():
+        agent_id = make_agent(skills=[dict(entry) for entry in skills],
+                              model_config_id=scripted(scripted_model, script)).id
+    conversation_id = start_chat(app, client, agent_id)
+    run, message = outcome(app, send(app, client, conversation_id, "Create a table Contacts"))
+    assert run.status == "succeeded"
+    assert "I created the table Contacts" not in message.content and message.content.startswith("This answer is")
+    assert message.meta["review"]["asked_again"] == ["answer_checks", "answer_checks"]
+    assert message.meta["receipt"] == {"version": 1, "changed": [], "unchanged": []}

@@ -106,7 +106,8 @@ async def settle(outcome: Outcome, writer: EventWriter) -> None:
             writer.discard_text()
             writer.text(settled.text)  # lands with the end event, in the transaction of the message
         outcome.text = [settled.text]
-    found = receipt_of(record.changes, claims_change("".join(outcome.text)))
+    # An answer the review sent back had claimed something: its receipt says what really changed.
+    found = receipt_of(record.changes, bool(record.asked) or claims_change("".join(outcome.text)))
     if found is not None:
         outcome.meta[RECEIPT_KEY] = found
 

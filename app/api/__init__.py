@@ -33,14 +33,16 @@ def init_app(app: Flask, bp: Blueprint) -> None:
     _first(app, _sign_in_by_token)
 
 
-def init_token_area(app: Flask, bp: Blueprint, scope: str, refuse: Refusal) -> None:
+def init_token_area(app: Flask, bp: Blueprint, scope: str, refuse: Refusal,
+                    guard: Callable[[], Response | None] | None = None) -> None:
     """Open a blueprint to personal tokens with `scope` only: no session, no CSRF, refusals in its own shape.
 
     A request without a valid token is refused 401, a token without the scope 403, before the sign-in
-    check (which would answer in the web app's shapes); a session cookie never signs in here.
+    check (which would answer in the web app's shapes); a session cookie never signs in here. `guard`,
+    when given, answers first (MCP's Origin check).
     """
     csrf.exempt(bp)
-    app.extensions.setdefault("token_areas", {})[bp.name] = (scope, refuse)
+    app.extensions.setdefault("token_areas", {})[bp.name] = (scope, refuse, guard)
     _first(app, _sign_in_to_token_area)
 
 
@@ -67,7 +69,9 @@ def _sign_in_to_token_area() -> Response | None:
     area = current_app.extensions.get("token_areas", {}).get(request.blueprint or "")
     if area is None:
         return None
-    scope, refuse = area
+    scope, refuse, guard = area
+    if guard is not None and (refused := guard()) is not None:
+        return refused
     token = token_for_bearer(request.headers.get("Authorization"))
     if token is None:
         return refuse(401, "Send a valid personal API token as `Authorization: Bearer <token>`; create one "

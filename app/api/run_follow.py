@@ -72,4 +72,5 @@ def follow_run(app: Flask, run_id: str, after: int, viewer: Viewer, encode: Enco
                 return LEFT
             if beat := client.heartbeat():
                 yield beat
-        run_events.wait_for_events(run_id, seq, run_events.recheck_seconds(app))
+        with app.app_context():  # an app context, not a connection: nothing is read while it waits
+            run_events.wait_for_events(run_id, seq, run_events.recheck_seconds(app))

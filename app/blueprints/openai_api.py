@@ -128,8 +128,6 @@ def chat_completions():
         answer = _answer(app, exchange, created, chat_url, StreamClient())
     finally:
         release()
-    if isinstance(answer, Response):
-        return answer
     answer.headers.update(headers)
     return answer
 

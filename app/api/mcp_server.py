@@ -103,6 +103,11 @@ def ask_request(arguments: Any) -> Request:
     return Request(prompt=message.strip(), conversation=conversation)
 
 
+def tool_error(text: str) -> dict[str, Any]:
+    """A tool's result that reports an error (bad arguments): `isError`, with what to fix."""
+    return dump(types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True))
+
+
 def ask_result(exchange: Exchange, run: Run | None, message: Message | None, base_url: str) -> dict[str, Any]:
     """The result of `ask`: the answer, its sources and receipt as text, and the same as structured content."""
     meta = (message.meta or {}) if message is not None else {}

@@ -176,8 +176,8 @@ def _request(agent: Agent, session: McpSession, message: types.JSONRPCRequest, t
         return jsonify(mcp_server.error(message.id, types.INVALID_PARAMS, f"Unknown tool: {name!r}."))
     try:
         asked = mcp_server.ask_request(arguments)
-    except exchanges.ExchangeRefused as refused:
-        return jsonify(mcp_server.error(message.id, types.INVALID_PARAMS, refused.message))
+    except exchanges.ExchangeRefused as refused:  # a tool error the calling model can read and correct
+        return jsonify(mcp_server.result(message.id, mcp_server.tool_error(refused.message)))
     app = current_app._get_current_object()
     capacity.admit_turn(app)
     release = capacity.take_stream(app)

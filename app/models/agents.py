@@ -6,7 +6,7 @@ import re
 import unicodedata
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, String, Text, event, false, select
+from sqlalchemy import JSON, ForeignKey, String, Text, event, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -67,8 +67,6 @@ class Agent(db.Model):
     # The agent's name for other tools: its model id in the OpenAI-compatible API and its MCP path
     # (/mcp/<slug>). Made from the name when the agent is created, and kept when the name changes.
     slug: Mapped[str] = mapped_column(String(80), unique=True)
-    # Over MCP, also offer the agent's read-only tools beside `ask` (off unless an admin turns it on).
-    mcp_tools: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -58,7 +58,6 @@ def upgrade():
 
     with op.batch_alter_table('agents', schema=None) as batch_op:
         batch_op.add_column(sa.Column('slug', sa.String(length=80), nullable=True))
-        batch_op.add_column(sa.Column('mcp_tools', sa.Boolean(), server_default=sa.false(), nullable=False))
     agents = sa.table('agents', sa.column('id', sa.Integer), sa.column('name', sa.String),
                       sa.column('slug', sa.String))
     taken = set()
@@ -105,7 +104,6 @@ def downgrade():
         batch_op.drop_column('ephemeral')
     with op.batch_alter_table('agents', schema=None) as batch_op:
         batch_op.drop_constraint(batch_op.f('uq_agents_slug'), type_='unique')
-        batch_op.drop_column('mcp_tools')
         batch_op.drop_column('slug')
     with op.batch_alter_table('api_token_agents', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_api_token_agents_agent_id'))

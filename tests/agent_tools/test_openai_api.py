@@ -126,7 +126,8 @@ def test_system_messages_go_below_the_agents_instructions_and_earlier_turns_are_
 def test_a_conversation_asked_for_is_stored_shown_with_its_source_and_continued(app, client, served, auth, helper):
     user_id = auth.login_as("user")
     secret = token_for(app, user_id)
-    first = httpx.post(served.url + "/v1/chat/completions", headers={**bearer(secret), "X-Skilldesk-Conversation": "new"},
+    keep = {**bearer(secret), "X-Skilldesk-Conversation": "new"}
+    first = httpx.post(served.url + "/v1/chat/completions", headers=keep,
                        json={"model": helper[1], "messages": [{"role": "user", "content": "Before"},
                                                               {"role": "assistant", "content": "Earlier"},
                                                               {"role": "user", "content": "Hi?"}]}, timeout=30)

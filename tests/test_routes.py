@@ -314,7 +314,8 @@ def build_world() -> dict[str, dict[str, object]]:
     db.session.add(eval_result)
     db.session.flush()
     shared = {"eval_run": eval_run.id, "eval_result": eval_result.id,
-              "agent": agent.id, "agent_slug": agent.slug, "spare_agent": spare.id, "config": config.id, "victim": victim.id,
+              "agent": agent.id, "agent_slug": agent.slug, "spare_agent": spare.id, "config": config.id,
+              "victim": victim.id,
               "default_config": db.session.scalar(db.select(ModelConfig.id).where(ModelConfig.is_default)),
               "table": table.name, "field": item.id, "row": row, "trigger": trigger.id,
               "hook_token": trigger.token, "kb": kb.id, "document": document.id, "passage": passage.id}

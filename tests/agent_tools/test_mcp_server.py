@@ -4,6 +4,8 @@ sessions, the `ask` tool, the Origin guard, bad and foreign sessions, unauthoriz
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 
 import httpx
 import pytest
@@ -15,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from app.extensions import db
 from app.models import Conversation, McpSession, Message, Run
 from tests.agent_tools.conftest import bearer, token_for
-from tests.chat_driver import chat_model, until, words
+from tests.chat_driver import chat_model, until, words, working_until
 from tests.conftest import make_agent
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -150,3 +152,40 @@ def test_tokens_that_do_not_open_the_agent_are_refused(app, auth, served, helper
     errors = leaves(refused.value)
     assert any(isinstance(e, MCPError) and "API token" in e.error.message for e in errors), errors
     assert counts(app) == (0, 0)
+
+
+def test_a_cancelled_request_stops_its_run_and_a_kept_answer_stays(app, auth, served, scripted_model):
+    release = threading.Event()
+    with app.app_context():
+        slow = make_agent("Slow", model_config_id=chat_model(scripted_model, working_until(release))).slug
+    secret = token_for(app, auth.create("user"), scopes=("mcp",))
+    url = f"{served.url}/mcp/{slow}"
+    session = initialize(url, secret).headers["Mcp-Session-Id"]
+    headers = {**bearer(secret), **ACCEPT, "Mcp-Session-Id": session}
+    lines: list[str] = []
+
+    def ask() -> None:
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "ask", "arguments": {"message": "Go", "conversation": "new"}}}
+        with httpx.stream("POST", url, json=call, headers=headers, timeout=30) as response:
+            lines.extend(response.iter_lines())
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    try:
+        with app.app_context():
+            def noted() -> bool:
+                db.session.expire_all()
+                return bool(db.session.scalar(db.select(McpSession.calls)))
+            assert until(noted)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+        assert httpx.post(url, json=cancel, headers=headers, timeout=10).status_code == 202
+        asking.join(30)
+        with app.app_context():
+            run = db.session.scalar(db.select(Run))
+            answer = db.session.scalar(db.select(Message).where(Message.role == "assistant"))
+            assert run.status == "cancelled" and answer.content.startswith("Working")
+        results = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+        assert results[-1]["id"] == 7 and results[-1]["result"]["structuredContent"]["status"] == "cancelled"
+    finally:
+        release.set()

@@ -199,6 +199,8 @@ def test_bodies_that_are_not_json_or_too_big_are_refused_in_openai_shape(app, cl
              (client.post("/v1/chat/completions", data="x", headers=bearer(secret)), 415),
              (post(client, secret, json.dumps({"model": helper[1], "messages": [
                  {"role": "user", "content": "x" * (10 * 1024 * 1024)}]})), 413),
+             (post(client, secret, "[" * 5000 + "]" * 5000), 400),  # nested past the JSON depth bound
+             (post(client, secret, {"model": helper[1], "messages": [{"role": "user", "content": "a\x00b"}]}), 422),
              (client.get("/v1/chat/completions", headers=bearer(secret)), 405),
              (client.get("/v1/nothing-here", headers=bearer(secret)), 404)]
     for response, status in cases:

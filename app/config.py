@@ -49,6 +49,15 @@ DEFAULTS: dict[str, object] = {
     "KNOWLEDGE_FOLDERS": "",  # folders (os.pathsep between them) knowledge bases may sync from, besides docs/
     # Webhooks
     "WEBHOOK_MAX_BYTES": 64 * 1024,
+    # Other tools: the OpenAI-compatible API (/v1/) and MCP (/mcp/<agent>), on personal tokens
+    "TOKEN_RATE_LIMIT": 60,  # requests per minute of one token (a token's own limit replaces it)
+    "USER_RATE_LIMIT": 120,  # requests per minute of one user, over all their tokens
+    "RATE_LIMIT_STORAGE_URI": None,  # default: REDIS_URL, else the process's memory
+    "OPENAI_MAX_BODY_BYTES": 1024 * 1024,
+    "OPENAI_TURN_SECONDS": 600,  # a request that is not streamed waits this long for the answer
+    "MCP_MAX_BODY_BYTES": 256 * 1024,
+    "MCP_ALLOWED_ORIGINS": "",  # browser origins (comma-separated) that may call /mcp/; others are 403
+    "MCP_SESSION_IDLE_SECONDS": 24 * 3600,
 }
 
 # The runtime loop's own thread and the executor threads it hands blocking work to.
@@ -84,7 +93,9 @@ def load(app: Flask, overrides: dict | None) -> None:
 
 
 # Settings read as numbers, checked here so that a bad value stops the start with its name, not a request later.
-BOUNDED = (("MAX_RUNS_PER_USER", 1), ("STREAM_HEARTBEAT_SECONDS", 1))
+BOUNDED = (("MAX_RUNS_PER_USER", 1), ("STREAM_HEARTBEAT_SECONDS", 1), ("TOKEN_RATE_LIMIT", 1),
+           ("USER_RATE_LIMIT", 1), ("OPENAI_MAX_BODY_BYTES", 1024), ("OPENAI_TURN_SECONDS", 1),
+           ("MCP_MAX_BODY_BYTES", 1024), ("MCP_SESSION_IDLE_SECONDS", 60))
 
 
 def _at_least(config, name: str, low: int) -> int:

@@ -83,7 +83,8 @@ def test_every_form_refuses_a_nul_byte(app):
         if "POST" not in methods_of(app, endpoint) or endpoint == "auth.logout":
             continue
         poisoned = access.__class__(**{**access.__dict__, "data": {**access.data, "note": "x\x00y"}})
-        response = call(app, world.clients[ADMIN], endpoint, "POST", poisoned, world.objects[ADMIN])
+        token = world.objects[ADMIN]["tools_secret"] if access.token else None  # /v1/, /mcp/: tokens only
+        response = call(app, world.clients[ADMIN], endpoint, "POST", poisoned, world.objects[ADMIN], token=token)
         if response.status_code != 422:
             problems.append(f"{endpoint}: {response.status_code}")
     assert not problems, "\n".join(["POST routes that took a NUL byte:", *problems])
@@ -101,7 +102,8 @@ def test_every_form_refuses_a_control_character_in_a_file_name(app):
             url = url_for(endpoint, **resolve(access.args, world.objects[ADMIN]))
         for name in ("files", "file", "csv"):
             data = {**resolve(access.data, world.objects[ADMIN]), name: (io.BytesIO(b"# T\n\nx"), "a\x1bb.md")}
-            response = world.clients[ADMIN].post(url, data=data, content_type="multipart/form-data")
+            token = {"Authorization": f"Bearer {world.objects[ADMIN]['tools_secret']}"} if access.token else {}
+            response = world.clients[ADMIN].post(url, data=data, content_type="multipart/form-data", headers=token)
             if response.status_code != 422:
                 problems.append(f"{endpoint} ({name}): {response.status_code}")
         if access.changes:

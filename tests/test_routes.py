@@ -64,6 +64,7 @@ class Access:
     reach: tuple[int, ...] = ()  # statuses that count as reaching (default: all but 401/403/404/5xx, sign-in)
     anonymous: str = ""  # "login" when even a public route sends anonymous visitors to sign in
     changes: bool = False  # it deletes, revokes or signs out: the next entry starts from a fresh world
+    token: bool = False  # personal tokens only (/v1/, /mcp/): each role asks with its token; a session gets 401
 
     def denied_for(self, role: str) -> int:
         return self.denied.get(role, 403) if isinstance(self.denied, dict) else self.denied
@@ -220,6 +221,14 @@ ROUTES: dict[str, Access] = {
     "tokens.index": Access(MEMBERS),
     "tokens.create": Access(MEMBERS, data={"name": "Script", "scope": "read", "days": "30"}),
     "tokens.revoke": Access(MEMBERS, owner=True, args={"token_id": "@api_token"}, changes=True),
+    "token_admin.index": Access(ADMINS),
+    "token_admin.revoke": Access(ADMINS, args={"token_id": "@api_token"}, changes=True),
+    # Other tools, on tokens only: the OpenAI-compatible API and an MCP server per agent. A guest's token
+    # lists no agent (the demo agent is for users and admins) and reaches none.
+    "openai_api.models": Access(token=True),
+    "openai_api.model": Access(MEMBERS, token=True, denied=404, args={"model": "@agent_slug"}),
+    "openai_api.chat_completions": Access(token=True),  # no JSON body: 415 before the agent is read
+    "mcp.endpoint": Access(MEMBERS, token=True, denied=404, args={"slug": "@agent_slug"}),  # 405, 415, 400
 }
 
 # A cheap hash: this test signs in five people for each of ~90 routes.
@@ -259,10 +268,11 @@ def own_objects(user: User, agent: Agent) -> dict[str, object]:
     db.session.add_all([share, call, memory])
     credential = save_credential(user.id, "API_TOKEN", "secret-value-123")
     api_token, _secret = create_token(user, "Script", "read", 30)
+    _tools_token, tools_secret = create_token(user, "Tools", ["openai", "mcp"], 30)
     db.session.flush()
     return {"conversation": conversation.id, "run": run.id, "share": share.id, "token": share.token,
             "call": call.id, "memory": memory.id, "credential": credential.id,
-            "api_token": api_token.id}
+            "api_token": api_token.id, "tools_secret": tools_secret}
 
 
 def build_world() -> dict[str, dict[str, object]]:
@@ -304,7 +314,8 @@ def build_world() -> dict[str, dict[str, object]]:
     db.session.add(eval_result)
     db.session.flush()
     shared = {"eval_run": eval_run.id, "eval_result": eval_result.id,
-              "agent": agent.id, "spare_agent": spare.id, "config": config.id, "victim": victim.id,
+              "agent": agent.id, "agent_slug": agent.slug, "spare_agent": spare.id, "config": config.id,
+              "victim": victim.id,
               "default_config": db.session.scalar(db.select(ModelConfig.id).where(ModelConfig.is_default)),
               "table": table.name, "field": item.id, "row": row, "trigger": trigger.id,
               "hook_token": trigger.token, "kb": kb.id, "document": document.id, "passage": passage.id}
@@ -348,10 +359,12 @@ def resolve(values: dict[str, str], objects: dict[str, object]) -> dict[str, obj
             for key, value in values.items()}
 
 
-def call(app, client, endpoint: str, method: str, access: Access, objects: dict, headers=None):
+def call(app, client, endpoint: str, method: str, access: Access, objects: dict, headers=None, token=None):
     with app.test_request_context():
         url = url_for(endpoint, **resolve(access.args, objects))
     data = resolve(access.data, objects) if method == "POST" else None
+    if token is not None:
+        headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
     response = client.open(url, method=method, data=data, headers=headers or {})
     response.get_data()  # read streams (SSE, files) to their end, then release them
     response.close()
@@ -406,7 +419,13 @@ def check_route(app, world: World, endpoint: str, access: Access) -> list[str]:
     for method in methods_of(app, endpoint):
         # Anonymous visitors first: they must change nothing.
         response = call(app, clients[ANONYMOUS], endpoint, method, access, objects[ANONYMOUS])
-        if access.public and not access.anonymous:
+        if access.token:
+            # No token, or a signed-in session without one: 401 in the area's own JSON shape.
+            signed_in = call(app, clients[USER], endpoint, method, access, objects[USER])
+            for who, answer in (("anonymous", response), ("a session without a token", signed_in)):
+                if answer.status_code != 401 or "error" not in (answer.json or {}):
+                    problems.append(f"{method} {who}: expected a 401 JSON error, got {answer.status_code}")
+        elif access.public and not access.anonymous:
             if not reached(response, access):
                 problems.append(f"{method} anonymous: expected to reach, got {response.status_code}")
         elif endpoint.startswith(("api.", "api_chat.")):
@@ -431,7 +450,9 @@ def check_route(app, world: World, endpoint: str, access: Access) -> list[str]:
                                     f"got {response.status_code}")
         # Then each role with its own objects: the roles outside the entry first, the allowed ones last.
         for role in sorted(EVERYONE, key=lambda r: r in access.roles):
-            response = call(app, clients[role], endpoint, method, access, objects[role])
+            token = objects[role]["tools_secret"] if access.token else None
+            response = call(app, clients[role] if not access.token else app.test_client(), endpoint, method, access,
+                            objects[role], token=token)
             if role in access.roles and not reached(response, access):
                 problems.append(f"{method} {role}: expected to reach, got {response.status_code}")
             elif role not in access.roles and response.status_code != access.denied_for(role):

@@ -79,14 +79,17 @@ ERRORS = {"HTTP_400": Error, "HTTP_401": Error, "HTTP_403": Error, "HTTP_404": E
           "HTTP_422": Error}
 
 
-def documented(json: type[BaseModel] | None = None, tags: tuple[str, ...] = (), **responses: Any) -> Callable:
+def documented(json: type[BaseModel] | None = None, tags: tuple[str, ...] = (), errors: dict | None = None,
+               **responses: Any) -> Callable:
     """Describe a view in the document: its body model and its answers (`HTTP_200=Model`, `HTTP_204=None`).
 
     The view runs as written, never through spectree's wrapper: even without validation that wrapper
     rebuilds the answer from its body (`get_data()`), which read an AG-UI stream to its end before the
-    first byte left. spectree finds the description through `__wrapped__`.
+    first byte left. spectree finds the description through `__wrapped__`. `errors` replaces the API's own
+    error answers (the OpenAI-compatible API answers in OpenAI's shape).
     """
-    describe = spec.validate(json=json, resp=Response(**{**ERRORS, **responses}), tags=list(tags),
+    describe = spec.validate(json=json, resp=Response(**{**(ERRORS if errors is None else errors), **responses}),
+                             tags=list(tags),
                              skip_validation=True)
 
     def decorate(view: Callable) -> Callable:

@@ -5,15 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, HiddenField, SelectField, StringField
+from wtforms import BooleanField, HiddenField, SelectField, SelectMultipleField, StringField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional, Regexp, ValidationError
+from wtforms.widgets import CheckboxInput, ListWidget
 
-from app.api.tokens import EXPIRY_DAYS
+from app.api.tokens import EXPIRY_DAYS, MAX_RATE_LIMIT
 from app.assistance.preferences import PreferenceError, update_preferences
 from app.models import User
 from app.policy.bidi import one_line
 from app.policy.schema_subset import InvalidJSON, loads_json
+from app.web.form_fields import NumberField
 
 
 class AssistantSettingsForm(FlaskForm):
@@ -25,11 +27,21 @@ class AssistantSettingsForm(FlaskForm):
 class ApiTokenForm(FlaskForm):
     name = StringField("Name", validators=[DataRequired(), Length(max=80), one_line],
                        description="What the token is for, e.g. “laptop script”.")
-    scope = SelectField("Scope", choices=[SelectChoice("read", "Read: list and read conversations, preferences"),
-                                          SelectChoice("chat", "Read and chat: also send messages, change things")],
-                        default="read")
+    scopes = SelectMultipleField(
+        "Scopes", default=["read"], widget=ListWidget(prefix_label=False), option_widget=CheckboxInput(),
+        choices=[SelectChoice("read", "Read: the JSON API's GETs (conversations, preferences)"),
+                 SelectChoice("chat", "Chat: also send messages and change things through the JSON API"),
+                 SelectChoice("openai", "OpenAI-compatible API (/v1/): agents as models"),
+                 SelectChoice("mcp", "MCP: each agent's MCP server (/mcp/<agent>)")],
+        validators=[DataRequired(message="Choose at least one scope.")])
+    agents = SelectMultipleField("Agents", coerce=int, widget=ListWidget(prefix_label=False),
+                                 option_widget=CheckboxInput(),
+                                 description="None ticked: every agent you may use, now and later.")
     days = SelectField("Expires after", coerce=int, default=30,
                        choices=[SelectChoice(days, f"{days} days") for days in EXPIRY_DAYS])
+    rate_limit = NumberField("Requests per minute", kind=int, low=1, high=MAX_RATE_LIMIT,
+                             message=f"Use a whole number from 1 to {MAX_RATE_LIMIT:,}, or leave it empty.",
+                             description="On /v1/ and /mcp/; empty: the site's limit.")
 
 
 class AcceptPreferenceForm(FlaskForm):

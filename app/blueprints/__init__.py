@@ -70,3 +70,18 @@ def register_blueprints(app: Flask) -> None:
     from app.blueprints import evals
 
     app.register_blueprint(evals.bp, url_prefix="/admin/evals")
+
+    # Other tools: the OpenAI-compatible API and an MCP server per agent, on tokens only, rate limited.
+    from app.api import rate_limits
+    from app.blueprints import mcp, openai_api, token_admin
+    from app.web.errors import add_error_shape
+
+    api_plumbing.init_token_area(app, openai_api.bp, "openai", openai_api.refusal)
+    add_error_shape(app, "/v1/", openai_api.shape_of)
+    app.register_blueprint(openai_api.bp, url_prefix="/v1")
+    api_plumbing.init_token_area(app, mcp.bp, "mcp", mcp.refusal, guard=mcp.origin_guard)
+    add_error_shape(app, "/mcp/", mcp.shape_of)
+    app.register_blueprint(mcp.bp, url_prefix="/mcp")
+    rate_limits.init_app(app, (openai_api.bp, mcp.bp))
+    app.register_blueprint(token_admin.bp, url_prefix="/admin/tokens")
+    navigation.add(app, "Tokens", "token_admin.index", ("admin",))

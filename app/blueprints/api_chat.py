@@ -13,22 +13,20 @@ from flask import Blueprint, Response, current_app, jsonify, request, stream_wit
 from flask_login import current_user
 
 from app import api
-from app.accounts import sessions
 from app.api import agui
 from app.api.body import json_body
 from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConversation, NewMessage, dump, parse
 from app.api.errors import ApiError
 from app.api.openapi import ConversationData, ConversationPage, Error, MessageData, MessagePage, documented
-from app.api.tokens import request_token, token_is_live
+from app.api.run_follow import Viewer, follow_run
+from app.api.tokens import opens_agent, request_token
 from app.assistance.context import ContextRejected, parse_context
 from app.chat import turns
 from app.chat.conversations import get_own_conversation, sidebar_query
 from app.chat.purge import purge_conversation
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
-from app.models.chat import ACTIVE_STATUSES
 from app.runtime import capacity, execution
-from app.runtime import events as run_events
 from app.web.stream_client import StreamClient
 
 bp = Blueprint("api_chat", __name__)
@@ -73,6 +71,8 @@ def conversations_create():
     agent = db.session.get(Agent, body.agent_id)
     if agent is None or not agent.usable_by(current_user):
         raise ApiError(422, "There is no agent with that id that you may use.", fields={"agentId": "unknown"})
+    if not opens_agent(agent):
+        raise ApiError(403, "This token does not name that agent; create a token that does.", "AGENT_NOT_ALLOWED")
     conversation = turns.start_conversation(current_user, agent, title=body.title, source="api")
     db.session.commit()
     return jsonify(data=dump(ConversationOut.of(conversation))), 201
@@ -150,6 +150,8 @@ def _send(conversation, body: NewMessage) -> str:
         raise ApiError(422, error, fields={"message": "length"})
     if conversation.agent is None or not conversation.agent.usable_by(current_user):
         raise ApiError(403, "You can no longer use this conversation's agent.")
+    if not opens_agent(conversation.agent):
+        raise ApiError(403, "This token does not name this conversation's agent.", "AGENT_NOT_ALLOWED")
     try:
         context = parse_context(body.context, current_user.role)
     except ContextRejected as rejected:
@@ -192,52 +194,29 @@ def _event_stream(follow, release) -> Response:
     return response
 
 
-def _viewer() -> tuple[int | None, str | None]:
+def _viewer() -> Viewer:
     """What signed this request in, re-checked while its stream is open: a token's id, or a session's token."""
     token = request_token()
-    return (token.id, None) if token is not None else (None, getattr(current_user, "session_token", None))
+    return Viewer(token_id=token.id) if token is not None else \
+        Viewer(session_token=getattr(current_user, "session_token", None))
 
 
-def _still_signed_in(viewer: tuple[int | None, str | None]) -> bool:
-    token_id, session_token = viewer
-    if token_id is not None:
-        return token_is_live(token_id)
-    return session_token is None or sessions.is_live(session_token)
-
-
-def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer=(None, None),
+def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer: Viewer | None = None,
                 client: StreamClient | None = None):
     """Follow the run's stored events after `after` and encode them in AG-UI, ending with the checked answer.
 
     A revoked or expired token, an ended session or a deactivated user ends the stream at its next look,
     as the chat's own stream does; the run goes on. So does a client that went away (its socket, or the
     `: keep-alive` comment written every STREAM_HEARTBEAT_SECONDS while it waits: app/web/stream_client.py),
-    and the stream's slot comes back.
+    and the stream's slot comes back (app/api/run_follow.py).
     """
     if after <= 0:
         yield agui.frame(agui.started(thread_id, run_id), 0)
-    seq = max(after, 0)
-    while True:
-        with app.app_context():
-            if not _still_signed_in(viewer):
-                return
-            stored = run_events.events_after(run_id, seq)
-            end = next((e for e in stored if e.type == run_events.END), None)
-            frames = [agui.frame(item, event.seq) for event in stored for item in agui.tool_events(event)]
-            if end is not None:
-                message = db.session.get(Message, (end.data or {}).get("message_id") or 0)
-                frames += [agui.frame(item, end.seq) for item in agui.ending(thread_id, run_id, message)]
-            seq = stored[-1].seq if stored else seq
-            # Past the end already (a client resuming after it), or the run went with its conversation.
-            status = db.session.scalar(db.select(Run.status).where(Run.id == run_id)) if not stored else None
-        yield from frames
-        if end is not None or (not stored and status not in ACTIVE_STATUSES):
-            return
-        if client is not None:
-            if frames:
-                client.wrote()
-            if client.gone():
-                return
-            if beat := client.heartbeat():
-                yield beat
-        run_events.wait_for_events(run_id, seq, run_events.recheck_seconds(app))
+
+    def encode(stored, end, message) -> list[str]:
+        frames = [agui.frame(item, event.seq) for event in stored for item in agui.tool_events(event)]
+        if end is not None:
+            frames += [agui.frame(item, end.seq) for item in agui.ending(thread_id, run_id, message)]
+        return frames
+
+    yield from follow_run(app, run_id, after, viewer or Viewer(), encode, client)

@@ -22,7 +22,8 @@ def get_own_conversation(conversation_id: int, *options: ExecutableOption) -> Co
     `options` are loader options, such as `turns.FOR_TURN` for a view that starts a run.
     """
     conversation = db.session.get(Conversation, conversation_id, options=options)
-    if conversation is None or conversation.user_id != current_user.id or conversation.deleted_at is not None:
+    if conversation is None or conversation.user_id != current_user.id or conversation.deleted_at is not None \
+            or conversation.ephemeral:  # another tool's stateless exchange, purged when its request ends
         abort(404)
     return conversation
 
@@ -30,7 +31,8 @@ def get_own_conversation(conversation_id: int, *options: ExecutableOption) -> Co
 def sidebar_query(user_id: int, search: str = ""):
     """Select a user's conversations, newest first; never touches message bodies unless searching."""
     query = (db.select(Conversation)
-             .where(Conversation.user_id == user_id, Conversation.deleted_at.is_(None))
+             .where(Conversation.user_id == user_id, Conversation.deleted_at.is_(None),
+                    Conversation.ephemeral.is_(False))
              .order_by(Conversation.updated_at.desc(), Conversation.id.desc()))
     search = search.strip()
     if search:

@@ -6,6 +6,7 @@ from app.models.chat import Conversation, Message, Run, RunEvent
 from app.models.compaction import CompactionRecord
 from app.models.evals import EvalCaseResult, EvalRun
 from app.models.knowledge import KnowledgeBase, KnowledgeDocument, KnowledgePassage
+from app.models.mcp import McpSession
 from app.models.memories import Memory
 from app.models.settings import InstanceSetting
 from app.models.shares import Share
@@ -28,6 +29,7 @@ __all__ = [
     "KnowledgeBase",
     "KnowledgeDocument",
     "KnowledgePassage",
+    "McpSession",
     "Memory",
     "Message",
     "ModelConfig",

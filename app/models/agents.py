@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, String, Text
+from sqlalchemy import JSON, ForeignKey, String, Text, event, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -65,6 +67,9 @@ class Agent(db.Model):
     # Destructive tools that run without asking even after untrusted content entered the turn, and who set
     # that when: {"tools": [...], "set_by": email, "set_at": iso time} (app/runtime/untrusted.py).
     never_ask: Mapped[dict | None] = mapped_column(JSON, default=None)
+    # The agent's name for other tools: its model id in the OpenAI-compatible API and its MCP path
+    # (/mcp/<slug>). Made from the name when the agent is created, and kept when the name changes.
+    slug: Mapped[str] = mapped_column(String(80), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -76,3 +81,20 @@ class Agent(db.Model):
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.name!r}>"
+
+
+def slug_of(name: str) -> str:
+    """Return the URL-safe form of a name: lowercase ASCII letters, digits and single hyphens."""
+    ascii_name = unicodedata.normalize("NFKD", name or "").encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_name).strip("-")[:60].strip("-") or "agent"
+
+
+@event.listens_for(Agent, "before_insert")
+def _give_a_slug(_mapper, connection, agent: Agent) -> None:
+    # Every way an agent is created (the editor, the seed, the Workspace tools, tests) gets a unique slug.
+    if agent.slug:
+        return
+    base = slug_of(agent.name)
+    taken = set(connection.scalars(select(Agent.slug).where(Agent.slug.like(f"{base}%"))))
+    agent.slug = base if base not in taken else next(f"{base}-{n}" for n in range(2, len(taken) + 3)
+                                                      if f"{base}-{n}" not in taken)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint, false, text
 from sqlalchemy.orm import Mapped, deferred, mapped_column, relationship
 
 from app.extensions import db
@@ -31,6 +31,9 @@ class Conversation(db.Model):
     agent_id: Mapped[int | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
     title: Mapped[str | None] = mapped_column(String(200))
     source: Mapped[str] = mapped_column(String(20), default="chat")
+    # A conversation that holds one stateless exchange of another tool (the OpenAI-compatible API, MCP):
+    # listed nowhere, and purged when its request ends (app/api/exchanges.py).
+    ephemeral: Mapped[bool] = mapped_column(default=False, server_default=false())
     # The model picker's choice for this conversation, if any.
     model_config_id: Mapped[int | None] = mapped_column(ForeignKey("model_configs.id", ondelete="SET NULL"))
     # pydantic-ai messages as JSON (ModelMessagesTypeAdapter); never loaded by list queries.

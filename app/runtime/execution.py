@@ -248,6 +248,8 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                     turn.prompt if turn.prompt or turn.deferred is None else None,
                     message_history=turn.history, deferred_tool_results=turn.deferred,
                     instructions="\n\n".join(turn.instructions) or None,
+                    # Settings a client asked for this turn (the OpenAI-compatible API: max tokens, temperature).
+                    model_settings=turn.extras.get("model_settings") or None,
                     usage_limits=limits, cancellation_token=token,
                 ) as stream:
                     async for event in stream:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from flask import Flask, jsonify, make_response, render_template, request
+from flask import Flask, current_app, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
@@ -26,6 +27,11 @@ MESSAGES = {
     503: "The server is busy; try again in a few seconds.",
     500: "Something went wrong on our side. The error has been logged.",
 }
+
+
+def add_error_shape(app: Flask, prefix: str, shape: Callable[[int, str], object]) -> None:
+    """Answer errors under a path prefix in another API's own shape (`shape(status, message)`): /v1/, /mcp/."""
+    app.extensions.setdefault("error_shapes", []).append((prefix, shape))
 
 
 def init_app(app: Flask) -> None:
@@ -63,6 +69,9 @@ def render_error(code: int, message: str | None = None):
     # page reads the database (the signed-in user, the navigation); nothing of a failed request is kept.
     db.session.rollback()
     message = message or MESSAGES.get(code) or InternalServerError.description
+    for prefix, shape in current_app.extensions.get("error_shapes", ()):
+        if request.path.startswith(prefix):
+            return shape(code, message)
     if is_api_request():
         return error_response(code, message)
     if wants_json():

@@ -1,7 +1,7 @@
 """answer_review: an agent's "never ask" tools after untrusted content, and a run's error detail for admins
 
 Revision ID: a91d3c5e7f20
-Revises: c7e1f0a2b9d4
+Revises: e4a9c2d7f613
 Create Date: 2026-12-03 12:00:00
 
 """
@@ -10,7 +10,7 @@ from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = 'a91d3c5e7f20'
-down_revision = 'c7e1f0a2b9d4'
+down_revision = 'e4a9c2d7f613'
 branch_labels = None
 depends_on = None
 

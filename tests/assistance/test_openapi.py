@@ -12,7 +12,7 @@ def test_every_api_route_and_method_is_in_the_document(app, client):
     assert document["openapi"] == "3.1.0"
     missing = []
     for rule in app.url_map.iter_rules():
-        if not rule.rule.startswith("/api/") or rule.endpoint == "api.openapi":
+        if not rule.rule.startswith(("/api/", "/v1/")) or rule.endpoint == "api.openapi":
             continue
         path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
@@ -39,3 +39,14 @@ def test_bodies_and_answers_come_from_the_pydantic_models(client):
 def test_the_document_is_public_json(app, client):
     response = client.get("/api/openapi.json")
     assert response.status_code == 200 and response.mimetype == "application/json"
+
+
+def test_the_openai_compatible_routes_answer_errors_in_openais_shape_in_the_document(client):
+    document = client.get("/api/openapi.json").json
+    completions = document["paths"]["/v1/chat/completions"]["post"]
+    body = completions["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert {"model", "messages", "stream", "max_completion_tokens"} <= set(document["components"]["schemas"][body]
+                                                                          ["properties"])
+    error = completions["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert set(document["components"]["schemas"][error]["properties"]) == {"error"}
+    assert "/v1/models" in document["paths"]

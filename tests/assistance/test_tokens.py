@@ -12,10 +12,12 @@ import pytest
 from app.extensions import db
 from app.models import ApiToken, User
 from app.models.base import utcnow
+from tests.conftest import make_agent
 
 
-def create(client, name="Laptop script", scope="read", days="30"):
-    return client.post("/account/tokens/", data={"name": name, "scope": scope, "days": days})
+def create(client, name="Laptop script", scope="read", days="30", **more):
+    scopes = [scope] if isinstance(scope, str) else scope
+    return client.post("/account/tokens/", data={"name": name, "scopes": scopes, "days": days, **more})
 
 
 def new_secret(client, **kwargs) -> str:
@@ -106,11 +108,15 @@ def test_another_users_token_cannot_be_revoked(app, client, auth):
 
 
 @pytest.mark.parametrize(("data", "reason"), [
-    ({"name": "", "scope": "read", "days": "30"}, "This field is required."),
-    ({"name": "x" * 81, "scope": "read", "days": "30"}, "longer than 80"),
-    ({"name": "a", "scope": "admin", "days": "30"}, "Not a valid choice"),
-    ({"name": "a", "scope": "read", "days": "10000"}, "Not a valid choice"),
-    ({"name": "a", "scope": "read", "days": "soon"}, "could not coerce"),
+    ({"name": "", "scopes": "read", "days": "30"}, "This field is required."),
+    ({"name": "x" * 81, "scopes": "read", "days": "30"}, "longer than 80"),
+    ({"name": "a", "scopes": "admin", "days": "30"}, "not a valid choice"),
+    ({"name": "a", "days": "30"}, "Choose at least one scope."),
+    ({"name": "a", "scopes": "read", "days": "10000"}, "Not a valid choice"),
+    ({"name": "a", "scopes": "read", "days": "soon"}, "could not coerce"),
+    ({"name": "a", "scopes": "read", "days": "30", "rate_limit": "0"}, "Use a whole number from 1 to 10,000"),
+    ({"name": "a", "scopes": "read", "days": "30", "rate_limit": "many"}, "Use a whole number from 1 to 10,000"),
+    ({"name": "a", "scopes": "read", "days": "30", "agents": "999999"}, "not a valid choice"),
 ])
 def test_a_bad_token_form_is_422_beside_the_field(client, auth, data, reason):
     auth.login_as("user")
@@ -148,3 +154,41 @@ def test_the_page_that_shows_a_new_token_is_never_stored_by_a_cache(client, auth
     auth.login_as("user")
     response = create(client)
     assert response.status_code == 201 and response.headers["Cache-Control"] == "no-store"
+
+
+def test_a_token_names_its_scopes_agents_and_rate_limit(app, client, auth):
+    user_id = auth.login_as("user")
+    with app.app_context():
+        helper = make_agent("Helper")
+        admins = make_agent("Admins only", roles=["admin"])
+        helper_id, admins_id = helper.id, admins.id
+    page = client.get("/account/tokens/").text
+    assert helper.name in page and admins.name not in page  # only agents the user may use are offered
+    assert create(client, name="Narrow", scope=["openai", "mcp"], agents=str(helper_id),
+                  rate_limit="30").status_code == 201
+    assert create(client, name="Sneaky", scope="openai", agents=str(admins_id)).status_code == 422
+    with app.app_context():
+        token = db.session.scalar(db.select(ApiToken).where(ApiToken.user_id == user_id))
+        assert (token.scopes, token.all_agents, [a.id for a in token.agents], token.rate_limit) == (
+            ["openai", "mcp"], False, [helper_id], 30)
+    listing = client.get("/account/tokens/").text
+    assert "openai, mcp" in listing and "30/min" in listing and "never" in listing
+    # A token for other tools opens nothing of /api/.
+    secret_page = create(client, name="Tools", scope="openai")
+    secret = re.search(r'data-testid="new-token" value="([^"]+)"', secret_page.text).group(1)
+    refused = app.test_client().get("/api/me/preferences", headers=bearer(secret))
+    assert refused.status_code == 403 and refused.json["code"] == "INSUFFICIENT_SCOPE"
+
+
+def test_an_admin_sees_and_revokes_every_token(app, client, auth):
+    auth.login_as("user")
+    secret = new_secret(client, name="Someone's script")
+    auth.logout()
+    auth.login_as("admin")
+    page = client.get("/admin/tokens/")
+    assert page.status_code == 200 and "Someone&#39;s script" in page.text and secret not in page.text
+    with app.app_context():
+        token_id = db.session.scalar(db.select(ApiToken.id))
+    assert client.post(f"/admin/tokens/{token_id}/revoke").status_code == 302
+    assert app.test_client().get("/api/me/preferences", headers=bearer(secret)).status_code == 401
+    assert client.post(f"/admin/tokens/{token_id}/revoke").status_code == 404  # revoked already

@@ -24,6 +24,8 @@ TASK_MODULES: tuple[str, ...] = (
     "app.skills.compaction",
     "app.knowledge.indexing",
     "app.evals.runner",
+    "app.waiting.notify",
+    "app.waiting.timeouts",
 )
 
 

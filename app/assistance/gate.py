@@ -33,7 +33,8 @@ GATED_ENDPOINTS = frozenset({
     "shares.dialog", "shares.create",  # sharing a conversation starts from the conversation
 })
 UNGATED = {
-    "approvals.index": "the admins' audit of past decisions, not a conversation",
+    "approvals.audit": "the admins' audit of past decisions, not a conversation",
+    "approvals.count": "a number the navigation polls on every page; it is 0 while the assistant is off",
     "runs.index": "the admins' list of runs, for diagnostics",
     "admin.compactions": "the admins' diagnostics of a conversation's compactions",
     "evals.show": "the admins' evaluation reports: cases ran on disposable databases, no one's conversation",

@@ -39,7 +39,7 @@ def register_blueprints(app: Flask) -> None:
     from app.blueprints import approvals
 
     app.register_blueprint(approvals.bp, url_prefix="/approvals")
-    navigation.add(app, "Approvals", "approvals.index", ("admin",))
+    navigation.add(app, "Approvals", "approvals.index", ("admin", "user"), badge="approvals.count")
 
     from app.blueprints import data, hooks, tables_admin, triggers_admin
 

@@ -62,6 +62,10 @@ class Agent(db.Model):
     # Ordered: [{"name": "clock", "config": {...}}, ...]
     skills: Mapped[list] = mapped_column(JSON, default=list)
     max_requests: Mapped[int] = mapped_column(default=25)
+    # Who may decide on this agent's waiting tool calls besides the chat's owner (and a trigger's owner):
+    # every active user of these roles, and these users.
+    approver_roles: Mapped[list] = mapped_column(JSON, default=list)
+    approver_ids: Mapped[list] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -70,6 +74,10 @@ class Agent(db.Model):
     def usable_by(self, user) -> bool:
         """Tell whether the user's role may chat with this agent."""
         return user.is_authenticated and user.role in (self.roles or [])
+
+    def names_approver(self, user) -> bool:
+        """Tell whether the agent names the user, or the user's role, as an approver of its tool calls."""
+        return user.role in (self.approver_roles or []) or user.id in (self.approver_ids or [])
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.name!r}>"

@@ -34,8 +34,10 @@ from app.extensions import db
 from app.guards.outbound import OutboundRefused
 from app.models import Agent, Conversation, Message, Run, RunEvent, User
 from app.models.base import utcnow
+from app.models.chat import WAITING
 from app.runtime import deferred, history, loop
 from app.runtime import events as run_events
+from app.runtime import waiting as run_waiting
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.history import load_history
 from app.runtime.holdback import StreamScreen
@@ -207,7 +209,8 @@ async def execute(app: Flask, turn: Turn) -> str:
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()
-    if needs_title or any(skill.after_turn is not None for skill, _config, _built in outcome.skills):
+    if needs_title or outcome.status == WAITING or any(skill.after_turn is not None
+                                                       for skill, _config, _built in outcome.skills):
         await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, outcome, needs_title)
     return outcome.status
 
@@ -338,12 +341,20 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
                       input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
     db.session.add(message)
     db.session.flush()  # the end event names the message, the notice events theirs
+    waits_for = None
     if waiting is not None and kept:
         pending = deferred.store_requests(waiting, message, turn.run_id, turn.agent.id, turn.agent.name,
-                                          turn.person.id, turn.person.email)
-        message.meta = {**meta, "pending": pending}
+                                          turn.person.id, turn.person.email,
+                                          run_waiting.deadline(turn.conversation_id, current_app.config))
+        # The run's tools did not all run: it waits for a person, it did not succeed (yet).
+        waits_for = run_waiting.waiting_for(item["kind"] for item in pending)
+        if waits_for is not None:
+            outcome.status = meta["status"] = WAITING
+        message.meta = {**meta, "pending": pending, **({"waiting_for": waits_for} if waits_for else {})}
+    run_waiting.settle(turn.run_id, outcome.status, waits_for)  # the waiting runs this one carried answers for
     db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
-        status=outcome.status, error=outcome.error, finished_at=utcnow(), input_tokens=outcome.input_tokens,
+        status=outcome.status, error=outcome.error, finished_at=None if waits_for else utcnow(),
+        waiting_for=waits_for, input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
     # Whatever the first turn brought (an answer, a failure, a card), the chat gets a title after it.
     needs_title = kept and row.title is None
@@ -375,6 +386,8 @@ def _finish_hooks(turn: Turn, outcome: Outcome) -> list[Message]:
 
 def _follow_ups(app: Flask, turn: Turn, outcome: Outcome, needs_title: bool) -> None:
     """Queue the jobs that follow a turn (the title, the skills' `after_turn`), off the runtime loop."""
+    if outcome.status == WAITING:  # tell the people who may decide (app/waiting/)
+        run_waiting.announce(app, turn.run_id)
     with app.app_context():
         try:
             if needs_title:

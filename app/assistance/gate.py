@@ -27,7 +27,8 @@ from app.web.security import wants_json
 ENABLED_KEY = "assistant.enabled"
 DISABLED_MESSAGE = "The assistant is switched off on this instance. An administrator can switch it back on."
 
-GATED_BLUEPRINTS = frozenset({"chat", "runs", "approvals", "model_picker", "api_chat", "assistant_panel"})
+GATED_BLUEPRINTS = frozenset({"chat", "runs", "approvals", "model_picker", "api_chat", "api_approvals",
+                              "assistant_panel"})
 GATED_ENDPOINTS = frozenset({
     "data.assistant",  # the data pages' assistant panel
     "shares.dialog", "shares.create",  # sharing a conversation starts from the conversation

@@ -71,7 +71,8 @@ class CallOut(Body):
                    trigger=trigger.name if trigger else None, created_at=call.created_at, expires_at=call.expires_at,
                    arguments=summary.get("arguments"), question=summary.get("question"),
                    options=summary.get("options"), plan=summary.get("plan"),
-                   decision=CallDecision(**summary["decision"]) if summary["decision"] else None,
+                   decision=CallDecision(**{**summary["decision"], "at": call.answered_at})
+                   if summary["decision"] else None,
                    answer=answer_route(call) if summary["status"] == "pending" else None)
 
 

@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Flask
@@ -167,12 +167,14 @@ def _claim(row: PendingCall, status: str, answer: dict[str, Any], now: datetime,
 
 def store_requests(requests: DeferredToolRequests, message: Message, run_id: str, agent_id: int | None,
                    agent_name: str, user_id: int | None, user_email: str,
-                   expires_at: datetime | None = None) -> list[dict[str, Any]]:
+                   waits: timedelta | None = None) -> list[dict[str, Any]]:
     """Store the calls a run left waiting as cards of its message (and audit records for approvals).
 
     Every approval is stored the same way, whichever skill or gate asked for it. Returns the summary the
-    message's meta lists. The caller commits.
+    message's meta lists. `waits` is how long they wait for a decision. The caller commits.
     """
+    now = utcnow()
+    expires_at = now + waits if waits is not None else None
     items = []
     for call in [*requests.approvals, *requests.calls]:
         details = dict(requests.metadata.get(call.tool_call_id) or {})
@@ -182,7 +184,8 @@ def store_requests(requests: DeferredToolRequests, message: Message, run_id: str
             kind = details.get(CARD_KEY) if details.get(CARD_KEY) in CARDS else "external"
         row = PendingCall(conversation_id=message.conversation_id, message_id=message.id, run_id=run_id,
                           tool_call_id=call.tool_call_id, tool_name=call.tool_name, kind=kind,
-                          args=call.args_as_dict(), details=details, status="pending", expires_at=expires_at)
+                          args=call.args_as_dict(), details=details, status="pending", created_at=now,
+                          expires_at=expires_at)
         if kind == "approval":
             row.approval = ApprovalRecord(
                 conversation_id=message.conversation_id, run_id=run_id, user_id=user_id,

@@ -345,7 +345,7 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     if waiting is not None and kept:
         pending = deferred.store_requests(waiting, message, turn.run_id, turn.agent.id, turn.agent.name,
                                           turn.person.id, turn.person.email,
-                                          run_waiting.deadline(turn.conversation_id, current_app.config))
+                                          run_waiting.patience(turn.conversation_id, current_app.config))
         # The run's tools did not all run: it waits for a person, it did not succeed (yet).
         waits_for = run_waiting.waiting_for(item["kind"] for item in pending)
         if waits_for is not None:

@@ -54,9 +54,9 @@ def timeout_choice(trigger: Trigger | None, config: Any) -> str:
     return trigger.on_timeout if trigger is not None and trigger.on_timeout else config["DECISION_TIMEOUT_CHOICE"]
 
 
-def deadline(conversation_id: int, config: Any, now: datetime | None = None) -> datetime:
-    """Return until when the calls a run of this conversation leaves waiting wait for a decision."""
-    return (now or utcnow()) + timedelta(minutes=timeout_minutes(trigger_of(conversation_id), config))
+def patience(conversation_id: int, config: Any) -> timedelta:
+    """Return how long the calls a run of this conversation leaves waiting wait for a decision."""
+    return timedelta(minutes=timeout_minutes(trigger_of(conversation_id), config))
 
 
 def chain_status(calls: Iterable[PendingCall], resumed_status: str) -> str:

@@ -254,5 +254,9 @@ def purge_pending(conversation: Conversation) -> None:
     """Delete a purged conversation's cards: their arguments, plans and questions are its content.
 
     The approval records stay: they are the audit trail, and hold only a clipped summary of the arguments.
+    Its runs that waited for a decision end `cancelled`: nothing is left to decide.
     """
     db.session.execute(db.delete(PendingCall).where(PendingCall.conversation_id == conversation.id))
+    db.session.execute(db.update(Run).where(Run.conversation_id == conversation.id, Run.status == "waiting")
+                       .values(status="cancelled", waiting_for=None, finished_at=utcnow())
+                       .execution_options(synchronize_session=False))

@@ -73,3 +73,23 @@ def test_the_openapi_document_describes_the_approvals_routes(client):
     assert {"/api/approvals", "/api/approvals/{call_id}", "/api/conversations/{conversation_id}/answers"} <= set(paths)
     decide = paths["/api/approvals/{call_id}"]["post"]
     assert "409" in decide["responses"] and "requestBody" in decide
+
+
+def test_the_agui_stream_ends_a_waiting_turn_with_an_interrupt_that_says_until_when(app, client, auth,
+                                                                                    scripted_model):
+    from tests.assistance.test_agui_stream import parse, stream
+
+    auth.login_as("user")
+    with app.app_context():
+        agent_id = make_agent("Painter", model_config_id=chat_model(scripted_model, asking),
+                              skills=[{"name": "ask_user", "config": {}}]).id
+    conversation_id = client.post("/api/conversations", json={"agentId": agent_id}).json["data"]["id"]
+    events = parse(stream(client, {"threadId": conversation_id, "message": "Paint it"}))
+    finished = events[-1]
+    assert finished.type.value == "RUN_FINISHED" and finished.outcome.type == "interrupt"
+    [interrupt] = finished.outcome.interrupts
+    listed = client.get(f"/api/conversations/{conversation_id}/messages").json["data"]
+    [pending] = listed[-1]["metadata"]["pending"]
+    assert (interrupt.id, interrupt.reason, interrupt.message) == (f"call-{pending['id']}", "question",
+                                                                   "ask_user_question")
+    assert interrupt.expires_at == pending["expiresAt"].replace("Z", "+00:00")

@@ -235,3 +235,14 @@ def test_exports_show_the_waiting_turn_the_decision_who_made_it_and_when(app, cl
                                                                           "answered")
     assert summary["decision"] == {"outcome": "denied", "by": email, "at": decided_at.isoformat(),
                                    "comment": "Keep it."}
+
+
+def test_deleting_a_chat_that_waits_ends_its_run_and_empties_the_inbox(app, client, auth, scripted_model):
+    agent_id = approval_agent(app, scripted_model, [])
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, agent_id)
+    run_id = send(app, client, conversation_id, "delete 6")
+    assert client.get("/approvals/count").text.strip().endswith(">1</span>")
+    assert client.post(f"/chat/{conversation_id}/delete").status_code == 302
+    assert stored_run(app, run_id).status == "cancelled" and calls_pending(app) == 0
+    assert client.get("/approvals/count").text.strip() == "" and 'id="inbox-empty"' in client.get("/approvals/").text

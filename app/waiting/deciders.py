@@ -30,10 +30,10 @@ def approver_agents(user: User) -> list[int]:
 
 
 def _trigger_owned_by(user: User):
-    """A condition: the call's conversation was started by a trigger the user owns."""
-    return (db.select(TriggerRun.run_id).join(Run, Run.id == TriggerRun.run_id)
-            .join(Trigger, Trigger.id == TriggerRun.trigger_id)
-            .where(Run.conversation_id == PendingCall.conversation_id, Trigger.owner_id == user.id).exists())
+    """A condition: the call's conversation was started by a trigger the user owns (one uncorrelated subquery)."""
+    return PendingCall.conversation_id.in_(
+        db.select(Run.conversation_id).join(TriggerRun, TriggerRun.run_id == Run.id)
+        .join(Trigger, Trigger.id == TriggerRun.trigger_id).where(Trigger.owner_id == user.id))
 
 
 def decidable_by(user: User):

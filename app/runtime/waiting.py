@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from flask import Flask
+from flask import Flask, current_app
+from pydantic_ai.tools import DeferredToolRequests
 
 from app.extensions import db
 from app.models import Message, PendingCall, Run, Trigger, TriggerRun
 from app.models.base import utcnow
 from app.models.chat import WAITING, WAITING_FOR
+from app.runtime import deferred
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,19 @@ def timeout_choice(trigger: Trigger | None, config: Any) -> str:
 def patience(conversation_id: int, config: Any) -> timedelta:
     """Return how long the calls a run of this conversation leaves waiting wait for a decision."""
     return timedelta(minutes=timeout_minutes(trigger_of(conversation_id), config))
+
+
+def store(requests: DeferredToolRequests, message: Message, meta: dict[str, Any], run_id: str, agent: Any,
+          person: Any) -> str | None:
+    """Store the calls a run ended on, with their deadline, and mark its message waiting; return what the run
+    waits for (None when nothing was stored). Runs in `_finish`'s transaction."""
+    pending = deferred.store_requests(requests, message, run_id, agent.id, agent.name, person.id, person.email,
+                                      patience(message.conversation_id, current_app.config))
+    kind = waiting_for(item["kind"] for item in pending)
+    if kind is not None:
+        meta["status"] = WAITING
+    message.meta = {**meta, "pending": pending, **({"waiting_for": kind} if kind else {})}
+    return kind
 
 
 def chain_status(calls: Iterable[PendingCall], resumed_status: str) -> str:

@@ -40,12 +40,13 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
     rendering.init_app(app)
 
     # Each area wires itself: purge steps, table-event listeners, navigation, template globals, skill services.
-    from app import assistance, chat, knowledge, triggers, workspace
+    from app import assistance, chat, knowledge, triggers, waiting, workspace
 
     assistance.init_app(app)
     chat.init_app(app)
     knowledge.init_app(app)
     triggers.init_app(app)
+    waiting.init_app(app)
     workspace.init_app(app)
 
     if views:

@@ -58,6 +58,22 @@ DEFAULTS: dict[str, object] = {
     "MCP_MAX_BODY_BYTES": 256 * 1024,
     "MCP_ALLOWED_ORIGINS": "",  # browser origins (comma-separated) that may call /mcp/; others are 403
     "MCP_SESSION_IDLE_SECONDS": 24 * 3600,
+    # Runs that wait for people (app/waiting/): how long a call waits for a decision unless its trigger says
+    # otherwise (24 h), and what applies then to the calls of chats (a trigger has its own choice).
+    "DECISION_TIMEOUT_MINUTES": 24 * 60,
+    "DECISION_TIMEOUT_CHOICE": "deny",
+    "INBOX_POLL_SECONDS": 15,  # how often the navigation's count of waiting decisions is refreshed
+    "PUBLIC_URL": None,  # this instance's address, for the links in notifications (https://skilldesk.example.org)
+    # E-mail notifications: off until SMTP_HOST is set. SMTP_SECURITY is starttls, ssl or none.
+    "SMTP_HOST": None,
+    "SMTP_PORT": 587,
+    "SMTP_SECURITY": "starttls",
+    "SMTP_USERNAME": None,
+    "SMTP_PASSWORD": None,
+    "SMTP_FROM": None,
+    "SMTP_TIMEOUT_SECONDS": 10,
+    # Whether e-mails about waiting calls carry the tools' arguments (a trigger can allow it for its own).
+    "NOTIFY_ARGUMENTS": False,
 }
 
 # The runtime loop's own thread and the executor threads it hands blocking work to.
@@ -90,12 +106,18 @@ def load(app: Flask, overrides: dict | None) -> None:
     app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", pool_options(app.config))
     for name, low in BOUNDED:
         app.config[name] = _at_least(app.config, name, low)
+    for name, words in CHOSEN:
+        if app.config[name] not in words:
+            raise ValueError(f"SKILLDESK_{name} is one of {', '.join(words)} (it is {app.config[name]!r}).")
 
 
 # Settings read as numbers, checked here so that a bad value stops the start with its name, not a request later.
 BOUNDED = (("MAX_RUNS_PER_USER", 1), ("STREAM_HEARTBEAT_SECONDS", 1), ("TOKEN_RATE_LIMIT", 1),
            ("USER_RATE_LIMIT", 1), ("OPENAI_MAX_BODY_BYTES", 1024), ("OPENAI_TURN_SECONDS", 1),
-           ("MCP_MAX_BODY_BYTES", 1024), ("MCP_SESSION_IDLE_SECONDS", 60))
+           ("MCP_MAX_BODY_BYTES", 1024), ("MCP_SESSION_IDLE_SECONDS", 60), ("DECISION_TIMEOUT_MINUTES", 1),
+           ("INBOX_POLL_SECONDS", 1), ("SMTP_PORT", 1), ("SMTP_TIMEOUT_SECONDS", 1))
+# Settings read as one of a few words.
+CHOSEN = (("DECISION_TIMEOUT_CHOICE", ("deny", "fail", "continue")), ("SMTP_SECURITY", ("starttls", "ssl", "none")))
 
 
 def _at_least(config, name: str, low: int) -> int:

@@ -26,6 +26,8 @@ TASK_MODULES: tuple[str, ...] = (
     "app.evals.runner",
     "app.api.exchanges",
     "app.api.mcp_server",
+    "app.waiting.notify",
+    "app.waiting.timeouts",
 )
 
 

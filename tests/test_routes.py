@@ -137,12 +137,14 @@ ROUTES: dict[str, Access] = {
     "shares.refresh": Access(owner=True, args=SHARE),
     "shares.view": Access(public=True, anonymous="login", args={"token": "@token"}),  # an instance link
     "shares.copy": Access(MEMBERS, args={"token": "@token"}),
-    # Cards of calls that wait for the user, and the approvals audit
-    "approvals.show": Access(owner=True, args=CALL),
+    # Cards of calls that wait for the user, the inbox (guests decide nothing: 404), and the approvals audit
+    "approvals.index": Access(MEMBERS),
+    "approvals.count": Access(),  # nothing to count for a guest
+    "approvals.show": Access(MEMBERS, owner=True, denied=404, args=CALL),
     "approvals.answer": Access(owner=True, args=CALL, data={"answer": ""}),
-    "approvals.decide": Access(owner=True, args=CALL, data={"decision": "once"}),
+    "approvals.decide": Access(MEMBERS, owner=True, denied=404, args=CALL, data={"decision": "once"}),
     "approvals.review": Access(owner=True, args=CALL, data={"decision": "approve"}),
-    "approvals.index": Access(ADMINS),
+    "approvals.audit": Access(ADMINS),
     # A person's own credentials and memories
     "credentials.index": Access(MEMBERS),
     "credentials.create": Access(MEMBERS, data={"name": "", "value": ""}),
@@ -216,6 +218,9 @@ ROUTES: dict[str, Access] = {
     "api_chat.conversations_delete": Access(owner=True, args=CONVERSATION, changes=True),
     "api_chat.agent_resume": Access(owner=True, args=RUN),
     "api_chat.agent": Access(),  # no body: 415 (a guest's valid body gets 403, see test_agui_stream.py)
+    "api_approvals.index": Access(MEMBERS),
+    "api_approvals.decide": Access(MEMBERS, owner=True, denied=404, args=CALL),  # the world's call: a question, 422
+    "api_approvals.answer": Access(MEMBERS, owner=True, args=CONVERSATION),  # no body: 415
     "assistant_admin.show": Access(ADMINS),
     "assistant_admin.update": Access(ADMINS, data={"enabled": "y"}),
     "tokens.index": Access(MEMBERS),
@@ -428,7 +433,7 @@ def check_route(app, world: World, endpoint: str, access: Access) -> list[str]:
         elif access.public and not access.anonymous:
             if not reached(response, access):
                 problems.append(f"{method} anonymous: expected to reach, got {response.status_code}")
-        elif endpoint.startswith(("api.", "api_chat.")):
+        elif endpoint.startswith(("api.", "api_chat.", "api_approvals.")):
             if response.status_code != 401 or (response.json or {}).get("code") != "UNAUTHORIZED":
                 problems.append(f"{method} anonymous API: expected 401 UNAUTHORIZED, got {response.status_code}")
         else:

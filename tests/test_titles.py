@@ -306,7 +306,7 @@ def test_a_first_turn_that_ends_on_a_card_is_titled_from_its_question(app, clien
                               model_config_id=scripted_model(function=script, stream_function=ask)).id
     conversation_id = start_chat(app, client, agent_id=agent_id)
     run, message = outcome(app, send(app, client, conversation_id, "**Rotate** the keys, please"))
-    assert run.status == "succeeded" and message.meta.get("pending"), message.meta
+    assert run.status == "waiting" and message.meta.get("pending"), message.meta
     assert title_of(app, conversation_id) == "Rotate the keys, please" and script.calls == []
 
 

@@ -18,7 +18,7 @@ from wtforms.validators import ValidationError
 
 from app.database import name_clash
 from app.extensions import db
-from app.models import Agent, ModelConfig
+from app.models import Agent, ModelConfig, User
 from app.models.base import utcnow
 from app.runtime.builder import check_instructions
 from app.runtime.skill import Skill, SkillContext
@@ -29,6 +29,10 @@ MAX_SKILLS = 50
 MAX_NEVER_ASK = 100
 TOOL_NAME = re.compile(r"^[A-Za-z][\w-]*$")
 MAIN_FIELDS = ("name", "description", "instructions", "model_config_id", "roles", "max_requests")
+# Who may decide on the agent's waiting tool calls besides the chat's owner: the agent editor's alone (the
+# Workspace tools neither read nor change them).
+APPROVER_FIELDS = ("approver_roles", "approver_emails")
+MAX_APPROVERS = 50
 
 
 class SkillEntry(Field):
@@ -77,6 +81,8 @@ class AgentForm(FlaskForm):
     max_requests = NumberField("Model requests per turn (cap)", kind=int, low=1, high=200, required=True,
                                message="Use a whole number from 1 to 200.", absent="25")
     never_ask = TextAreaField("Destructive tools that never ask", filters=[_lines])
+    approver_roles = RolesField("Roles whose people may decide")
+    approver_emails = TextAreaField("People who may decide (e-mails, one a line)", filters=[_lines])
     skills = FieldList(SkillEntry(), max_entries=MAX_SKILLS)
     action = StringField(default="save")
     add_skill = StringField()
@@ -128,6 +134,22 @@ class AgentForm(FlaskForm):
         if not field.data:
             raise ValidationError("Choose at least one role that may use the agent.")
 
+    def validate_approver_roles(self, field) -> None:
+        if "guest" in (field.data or []):
+            raise ValidationError("Guests decide nothing: choose admins or users.")
+
+    def validate_approver_emails(self, field) -> None:
+        emails = list(dict.fromkeys(line.strip().lower() for line in (field.data or "").splitlines() if line.strip()))
+        if len(emails) > MAX_APPROVERS:
+            raise ValidationError(f"Name at most {MAX_APPROVERS} people.")
+        found = {user.email: user for user in db.session.scalars(db.select(User).where(User.email.in_(emails)))}
+        unknown = [email for email in emails if email not in found or not found[email].active]
+        if unknown:
+            raise ValidationError(f"No active account has the e-mail {', '.join(unknown)}.")
+        if guests := [email for email in emails if found[email].role == "guest"]:
+            raise ValidationError(f"Guests decide nothing: {', '.join(guests)}.")
+        self.approver_ids = [found[email].id for email in emails]
+
     def values(self) -> dict[str, Any]:
         """The agent's columns as submitted."""
         return {name: self[name].data for name in MAIN_FIELDS}
@@ -138,7 +160,8 @@ class AgentForm(FlaskForm):
 
     def error_map(self) -> dict[str, str]:
         """Each main field's first error by name (`skills` for a skill that is not installed)."""
-        errors = {name: self[name].errors[0] for name in (*MAIN_FIELDS, "never_ask") if self[name].errors}
+        errors = {name: self[name].errors[0] for name in (*MAIN_FIELDS, "never_ask", *APPROVER_FIELDS)
+                  if self[name].errors}
         if self.unknown_skill:
             errors["skills"] = self.unknown_skill
         return errors
@@ -166,10 +189,12 @@ def _stored(agent: Agent | None) -> dict[str, Any]:
     if agent is None:
         return {"name": "", "description": "", "instructions": "", "model_config_id": None,
                 "roles": ["admin", "user"], "max_requests": current_app.config["MAX_MODEL_REQUESTS_PER_TURN"],
-                "never_ask": "", "skills": []}
+                "never_ask": "", "skills": [], "approver_roles": [], "approver_emails": ""}
+    emails = db.session.scalars(db.select(User.email).where(User.id.in_(agent.approver_ids or [])).order_by(User.email))
     return {**{name: getattr(agent, name) for name in MAIN_FIELDS}, "roles": list(agent.roles or []),
             "never_ask": "\n".join((agent.never_ask or {}).get("tools") or []),
-            "skills": [dict(s) for s in agent.skills or []]}
+            "skills": [dict(s) for s in agent.skills or []], "approver_roles": list(agent.approver_roles or []),
+            "approver_emails": "\n".join(emails)}
 
 
 def read_form(registry: dict[str, Skill], agent_id: int | None) -> AgentForm:
@@ -260,3 +285,9 @@ def save(agent: Agent, form: AgentForm, by: str | None = None) -> None:
     tools = form.never_ask_tools()
     if tools != list((agent.never_ask or {}).get("tools") or []):
         agent.never_ask = {"tools": tools, "set_by": by or "", "set_at": utcnow().isoformat()} if tools else None
+
+
+def save_approvers(agent: Agent, form: AgentForm) -> None:
+    """Write the validated approvers of the editor's form to the agent; the caller commits."""
+    agent.approver_roles = list(form.approver_roles.data or [])
+    agent.approver_ids = list(getattr(form, "approver_ids", []))

@@ -85,7 +85,8 @@ def ending(thread_id: str, run_id: str, message: Message | None) -> Iterator[Bas
         return
     interrupts = [Interrupt(id=p["id"], reason="proposal", message=p.get("reason")) for p in meta.get("proposals", [])]
     interrupts += [Interrupt(id=f"call-{call.get('id')}", reason=str(call.get("kind") or "approval"),
-                             message=call.get("tool")) for call in meta.get("pending", []) if isinstance(call, dict)]
+                             message=call.get("tool"), expires_at=call.get("expires_at"))
+                   for call in meta.get("pending", []) if isinstance(call, dict)]
     if interrupts:
         yield RunFinishedEvent(threadId=thread_id, runId=run_id, outcome=RunFinishedInterruptOutcome(
             interrupts=interrupts))

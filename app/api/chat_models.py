@@ -72,12 +72,19 @@ class MessageOut(Body):
     content: str
     created_at: datetime
     metadata: dict[str, Any]
+    """`status`, `error`, `proposals`; for a turn that waits for a person also `waitingFor` (approval, plan,
+    question) and `pending`: each waiting call as `GET /api/approvals` gives it, with `answer`, how to answer."""
 
     @classmethod
-    def of(cls, message: Message) -> MessageOut:
+    def of(cls, message: Message, pending: list[dict[str, Any]] | None = None) -> MessageOut:
         meta = message.meta or {}
+        metadata = {key: meta[key] for key in PUBLIC_META if key in meta}
+        if meta.get("waiting_for"):
+            metadata["waitingFor"] = meta["waiting_for"]
+        if pending:
+            metadata["pending"] = pending
         return cls(id=message.id, role=message.role, content=message.content, created_at=message.created_at,
-                   metadata={key: meta[key] for key in PUBLIC_META if key in meta})
+                   metadata=metadata)
 
 
 def parse(model: type[Body], body: Any) -> Any:

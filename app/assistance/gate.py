@@ -27,13 +27,15 @@ from app.web.security import wants_json
 ENABLED_KEY = "assistant.enabled"
 DISABLED_MESSAGE = "The assistant is switched off on this instance. An administrator can switch it back on."
 
-GATED_BLUEPRINTS = frozenset({"chat", "runs", "approvals", "model_picker", "api_chat", "assistant_panel"})
+GATED_BLUEPRINTS = frozenset({"chat", "runs", "approvals", "model_picker", "api_chat", "api_approvals",
+                              "assistant_panel"})
 GATED_ENDPOINTS = frozenset({
     "data.assistant",  # the data pages' assistant panel
     "shares.dialog", "shares.create",  # sharing a conversation starts from the conversation
 })
 UNGATED = {
-    "approvals.index": "the admins' audit of past decisions, not a conversation",
+    "approvals.audit": "the admins' audit of past decisions, not a conversation",
+    "approvals.count": "a number the navigation polls on every page; it is 0 while the assistant is off",
     "runs.index": "the admins' list of runs, for diagnostics",
     "admin.compactions": "the admins' diagnostics of a conversation's compactions",
     "evals.show": "the admins' evaluation reports: cases ran on disposable databases, no one's conversation",

@@ -39,7 +39,7 @@ def register_blueprints(app: Flask) -> None:
     from app.blueprints import approvals
 
     app.register_blueprint(approvals.bp, url_prefix="/approvals")
-    navigation.add(app, "Approvals", "approvals.index", ("admin",))
+    navigation.add(app, "Approvals", "approvals.index", ("admin", "user"), badge="approvals.count")
 
     from app.blueprints import data, hooks, tables_admin, triggers_admin
 
@@ -53,12 +53,14 @@ def register_blueprints(app: Flask) -> None:
     navigation.add(app, "Runs", "runs.index", ("admin",))
 
     from app import api as api_plumbing
-    from app.blueprints import api, api_chat, assistant_admin, tokens
+    from app.blueprints import api, api_approvals, api_chat, assistant_admin, tokens
 
     api_plumbing.init_app(app, api.bp)
     api_plumbing.init_app(app, api_chat.bp)
+    api_plumbing.init_app(app, api_approvals.bp)
     app.register_blueprint(api.bp, url_prefix="/api")
     app.register_blueprint(api_chat.bp, url_prefix="/api")
+    app.register_blueprint(api_approvals.bp, url_prefix="/api")
     app.register_blueprint(assistant_admin.bp, url_prefix="/admin/assistant")
     navigation.add(app, "Assistant", "assistant_admin.show", ("admin",))
     app.register_blueprint(tokens.bp, url_prefix="/account/tokens")

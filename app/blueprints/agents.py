@@ -69,6 +69,7 @@ def _submit(agent: Agent | None):
         agent = Agent()
         db.session.add(agent)
     editor.save(agent, form, by=current_user.email)
+    editor.save_approvers(agent, form)
     db.session.commit()
     flash(f"Saved the agent {agent.name}.")
     return redirect(url_for("agents.edit", agent_id=agent.id))

@@ -14,6 +14,7 @@ from flask_login import current_user
 
 from app import api
 from app.api import agui
+from app.api.approval_models import CallOut
 from app.api.body import json_body
 from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConversation, NewMessage, dump, parse
 from app.api.errors import ApiError
@@ -25,7 +26,8 @@ from app.chat import turns
 from app.chat.conversations import get_own_conversation, sidebar_query
 from app.chat.purge import purge_conversation
 from app.extensions import db
-from app.models import Agent, Conversation, Message, Run
+from app.models import Agent, Conversation, Message, PendingCall, Run
+from app.models.chat import ACTIVE_STATUSES
 from app.runtime import capacity, execution
 from app.web.stream_client import StreamClient
 
@@ -43,11 +45,23 @@ def _page_args() -> tuple[int, int]:
     return page, per_page
 
 
-def _paged(select, out) -> Response:
+def _paged(select, out, dumped=None) -> Response:
     page, per_page = _page_args()
     rows = list(db.session.scalars(select.limit(per_page + 1).offset((page - 1) * per_page)))
-    return jsonify(data=[dump(out.of(row)) for row in rows[:per_page]],
+    return jsonify(data=dumped(rows[:per_page]) if dumped else [dump(out.of(row)) for row in rows[:per_page]],
                    meta={"page": page, "perPage": per_page, "hasNext": len(rows) > per_page})
+
+
+def _messages(messages: list[Message]) -> list[dict]:
+    """Dump messages, each waiting turn with its calls and how to answer them (one query for the page)."""
+    calls: dict[int, list[PendingCall]] = {}
+    ids = [message.id for message in messages if (message.meta or {}).get("pending")]
+    if ids:
+        for call in db.session.scalars(db.select(PendingCall).where(PendingCall.message_id.in_(ids))
+                                       .order_by(PendingCall.id)):
+            calls.setdefault(call.message_id, []).append(call)
+    return [dump(MessageOut.of(message, [dump(CallOut.of(call)) for call in calls.get(message.id, [])]))
+            for message in messages]
 
 
 def _no_guests() -> None:
@@ -99,14 +113,18 @@ def messages_index(conversation_id: int):
     """The conversation's messages, oldest first, paged."""
     conversation = get_own_conversation(conversation_id)
     select = db.select(Message).where(Message.conversation_id == conversation.id).order_by(Message.id)
-    return _paged(select, MessageOut)
+    return _paged(select, MessageOut, _messages)
 
 
 @bp.route("/conversations/<int:conversation_id>/messages", methods=["POST"])
 @documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error, HTTP_429=Error,
             HTTP_503=Error)
 def messages_create(conversation_id: int):
-    """Send a message and wait for the checked answer; 201 with the assistant message."""
+    """Send a message and wait for the checked answer; 201 with the assistant message.
+
+    A turn that ends waiting for a person answers `metadata.status` "waiting", `waitingFor` and `pending`
+    (the calls, each with `answer`: `POST /api/approvals/<id>` or `POST /api/conversations/<id>/answers`).
+    """
     conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
     _no_guests()
     run_id = _send(conversation, parse(NewMessage, json_body()))
@@ -118,7 +136,7 @@ def messages_create(conversation_id: int):
     answer = db.session.scalar(db.select(Message).where(Message.run_id == run_id, Message.role == "assistant"))
     if answer is None:  # the conversation was deleted while the send waited (its run stopped, then purged)
         raise ApiError(404, "The conversation was deleted while its answer was on the way.")
-    return jsonify(data=dump(MessageOut.of(answer))), 201
+    return jsonify(data=_messages([answer])[0]), 201
 
 
 @bp.route("/agent", methods=["POST"])

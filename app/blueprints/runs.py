@@ -12,7 +12,7 @@ from app.accounts import sessions
 from app.chat.stream import encode_html, sse
 from app.extensions import db
 from app.models import Conversation, Message, Run, User
-from app.models.chat import ACTIVE_STATUSES, RUN_STATUSES
+from app.models.chat import ACTIVE_STATUSES, RUN_STATUSES, WAITING_FOR
 from app.runtime import capacity, execution
 from app.runtime import events as run_events
 from app.triggers import history
@@ -38,11 +38,12 @@ def get_own_run(run_id: str) -> Run:
 @admin_required
 def index():
     """The admins' list of unattended runs: status, timing, the filled prompt, the transcript, the error."""
-    status = request.args.get("status")
-    page = db.paginate(history.unattended_runs(status, request.args.get("run")), per_page=history.PER_PAGE,
-                       error_out=False)
+    status, waiting_for = request.args.get("status"), request.args.get("waiting_for")
+    page = db.paginate(history.unattended_runs(status, request.args.get("run"), waiting_for),
+                       per_page=history.PER_PAGE, error_out=False)
     return render_template("runs/index.html", page=page, status=status, statuses=RUN_STATUSES,
-                           **history.run_details(page.items))
+                           waiting_for=waiting_for, waiting_kinds=WAITING_FOR,
+                           failed_notifications=history.failed_notifications(), **history.run_details(page.items))
 
 
 @bp.route("/<run_id>/events")

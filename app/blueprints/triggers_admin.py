@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
 
 from app.extensions import db
 from app.models import Run, Trigger, TriggerRun
 from app.models.tables import new_hook_token
-from app.triggers.editing import check_form, save_trigger, trigger_form
+from app.triggers.editing import check_form, save_trigger, save_waiting, trigger_form
 from app.triggers.forms import TriggerForm
 from app.triggers.schedules import next_time
 from app.web.security import admin_required
@@ -22,7 +23,10 @@ def get_trigger(trigger_id: int) -> Trigger:
 
 
 def _form(trigger: Trigger | None = None, formdata=None) -> TriggerForm:
-    return trigger_form(trigger, formdata, table_id=request.args.get("table", 0, type=int))
+    form = trigger_form(trigger, formdata, table_id=request.args.get("table", 0, type=int))
+    if trigger is None and formdata is None:  # a new trigger's waiting calls are its maker's to decide
+        form.owner_id.data = current_user.id
+    return form
 
 
 @bp.route("/")
@@ -50,6 +54,7 @@ def create():
         return render_template("tables/trigger.html", trigger=None, form=form, runs=[]), 422
     trigger = Trigger()
     save_trigger(form, trigger)
+    save_waiting(form, trigger)
     db.session.add(trigger)
     db.session.commit()
     flash(f"Created the trigger {trigger.name}.")
@@ -73,6 +78,7 @@ def update(trigger_id: int):
         return render_template("tables/trigger.html", trigger=trigger, form=form, runs=_recent_runs(trigger),
                                next_time=next_time), 422
     save_trigger(form, trigger)
+    save_waiting(form, trigger)
     db.session.commit()
     flash(f"Saved the trigger {trigger.name}.")
     return redirect(url_for("triggers_admin.show", trigger_id=trigger.id))

@@ -11,6 +11,7 @@ from flask_login import current_user
 from sqlalchemy import or_
 from sqlalchemy.sql.base import ExecutableOption
 
+from app.chat.call_summaries import call_summary, calls_by_message, markdown_lines
 from app.extensions import db
 from app.models import Conversation, Message
 from app.runtime import receipt
@@ -109,6 +110,7 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
     blocks = [f"# {conversation.display_title}"]
     names = {"user": "You", "assistant": conversation.agent.name if conversation.agent else "Assistant",
              "notice": "Note"}
+    calls = calls_by_message(conversation.id)
     for message in messages:
         blocks.append(f"## {names.get(message.role, message.role)} — {message.created_at:%Y-%m-%d %H:%M} UTC")
         if message.steps:
@@ -119,9 +121,13 @@ def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
         status = (message.meta or {}).get("status")
         if status and status != "succeeded":
             error = (message.meta or {}).get("error")
+            waits_for = (message.meta or {}).get("waiting_for")
+            status = f"{status} for {waits_for}" if status == "waiting" and waits_for else status
             blocks.append(f"_({status}: {error})_" if error else f"_({status})_")
         if message.content.strip():
             blocks.append(message.content.strip("\n"))
+        # A turn that waited for a person: what it asked, and who decided what and when.
+        blocks += [markdown_lines(call) for call in calls.get(message.id, [])]
         found = receipt.read(message.meta)
         if found is not None:
             blocks.append(_receipt_block(found))
@@ -141,6 +147,7 @@ def _one_line(text: Any) -> str:
 
 def export_json(conversation: Conversation, messages: list[Message]) -> str:
     """Render the transcript as JSON."""
+    calls = calls_by_message(conversation.id)
     data: dict[str, Any] = {
         "id": conversation.id,
         "title": conversation.title,
@@ -149,7 +156,8 @@ def export_json(conversation: Conversation, messages: list[Message]) -> str:
         "messages": [
             {"id": m.id, "role": m.role, "content": m.content, "steps": m.steps or [], "meta": m.meta or {},
              "input_tokens": m.input_tokens, "output_tokens": m.output_tokens,
-             "created_at": m.created_at.isoformat()}
+             "created_at": m.created_at.isoformat(),
+             **({"calls": [call_summary(call) for call in calls[m.id]]} if m.id in calls else {})}
             for m in messages
         ],
     }

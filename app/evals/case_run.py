@@ -16,7 +16,8 @@ from app.evals.dataset import Case
 from app.evals.fixtures import create_knowledge, create_tables, skills_for
 from app.evals.scripted import scripted_model
 from app.extensions import db
-from app.models import Agent, DataTable, Message, ModelConfig, Run, User
+from app.models import Agent, DataTable, Message, ModelConfig, PendingCall, Run, User
+from app.models.chat import WAITING
 from app.runtime import execution, providers
 from app.seed import ensure_defaults
 from app.tables import schema
@@ -87,6 +88,10 @@ def run_case(app: Flask, case: Case, agent: dict[str, Any], live_model: dict[str
                 db.session.expire_all()
                 run = db.session.get(Run, run.id)
                 outcome.status, outcome.error = run.status, run.error
+                if run.status == WAITING:  # the report says what the case's run waits for, and which calls
+                    outcome.error = f"it waits for {run.waiting_for}: " + ", ".join(db.session.scalars(
+                        db.select(PendingCall.tool_name).where(PendingCall.run_id == run.id,
+                                                               PendingCall.status == "pending")))
                 outcome.requests += run.requests
                 outcome.input_tokens += run.input_tokens
                 outcome.output_tokens += run.output_tokens
@@ -94,7 +99,11 @@ def run_case(app: Flask, case: Case, agent: dict[str, Any], live_model: dict[str
                     break
             for message in db.session.scalars(select(Message).where(Message.conversation_id == conversation.id)
                                               .order_by(Message.id)):
-                transcript.append({"role": message.role, "content": message.content, "steps": message.steps})
+                entry = {"role": message.role, "content": message.content, "steps": message.steps}
+                if (message.meta or {}).get("pending"):
+                    entry["waiting"] = [{"kind": item.get("kind"), "tool": item.get("tool")}
+                                        for item in message.meta["pending"]]
+                transcript.append(entry)
                 if message.role == "assistant":
                     outcome.answer = message.content
                     outcome.steps += list(message.steps or [])

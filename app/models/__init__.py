@@ -1,7 +1,7 @@
 """SQLAlchemy models, one module per aggregate."""
 
 from app.models.agents import Agent, ModelConfig
-from app.models.approvals import ApprovalRecord, PendingCall
+from app.models.approvals import ApprovalRecord, Notification, PendingCall
 from app.models.chat import Conversation, Message, Run, RunEvent
 from app.models.compaction import CompactionRecord
 from app.models.evals import EvalCaseResult, EvalRun
@@ -33,6 +33,7 @@ __all__ = [
     "Memory",
     "Message",
     "ModelConfig",
+    "Notification",
     "PendingCall",
     "Run",
     "RunEvent",

@@ -70,6 +70,10 @@ class Agent(db.Model):
     # The agent's name for other tools: its model id in the OpenAI-compatible API and its MCP path
     # (/mcp/<slug>). Made from the name when the agent is created, and kept when the name changes.
     slug: Mapped[str] = mapped_column(String(80), unique=True)
+    # Who may decide on this agent's waiting tool calls besides the chat's owner (and a trigger's owner):
+    # every active user of these roles, and these users.
+    approver_roles: Mapped[list] = mapped_column(JSON, default=list)
+    approver_ids: Mapped[list] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -78,6 +82,10 @@ class Agent(db.Model):
     def usable_by(self, user) -> bool:
         """Tell whether the user's role may chat with this agent."""
         return user.is_authenticated and user.role in (self.roles or [])
+
+    def names_approver(self, user) -> bool:
+        """Tell whether the agent names the user, or the user's role, as an approver of its tool calls."""
+        return user.role in (self.approver_roles or []) or user.id in (self.approver_ids or [])
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.name!r}>"

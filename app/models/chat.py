@@ -11,8 +11,14 @@ from sqlalchemy.orm import Mapped, deferred, mapped_column, relationship
 from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
-RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "unfinished", "interrupted", "refused")
+RUN_STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "denied", "expired", "cancelled", "unfinished",
+                "interrupted", "refused")
 ACTIVE_STATUSES = ("queued", "running")
+# A waiting run is neither active (no process runs it: a restart leaves it waiting) nor ended: it ends when
+# the person decides (succeeded, failed, denied…) or when no decision came in time (expired).
+WAITING = "waiting"
+# What a waiting run waits for: consent to run a tool, a verdict on a plan, an answer, a result from outside.
+WAITING_FOR = ("approval", "plan", "question", "external")
 ACTIVE_CONDITION = "status IN ('queued', 'running')"
 ONE_ACTIVE_RUN = "uq_runs_one_active_per_conversation"
 
@@ -77,7 +83,11 @@ class Message(db.Model):
 
 
 class Run(db.Model):
-    """One turn of an agent: queued, running, then succeeded, failed, cancelled, unfinished, interrupted or refused."""
+    """One turn of an agent: queued, running, then succeeded, failed, cancelled, unfinished, interrupted or refused.
+
+    A run that ends on calls waiting for a person is `waiting` (`waiting_for` says for what) until they are
+    decided: then it takes the end of the run that carried the decisions, or `denied` / `expired`.
+    """
 
     __tablename__ = "runs"
     __table_args__ = (
@@ -104,6 +114,10 @@ class Run(db.Model):
     output_tokens: Mapped[int] = mapped_column(default=0)
     requests: Mapped[int] = mapped_column(default=0)
     cancel_requested: Mapped[bool] = mapped_column(default=False)
+    waiting_for: Mapped[str | None] = mapped_column(String(12))
+    # The first run of a chain of resumptions (a run that carries decisions continues its origin's work):
+    # what "Always in this run" spans. None for a run that is its own origin.
+    origin_run_id: Mapped[str | None] = mapped_column(String(32), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -113,6 +127,15 @@ class Run(db.Model):
     @property
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def waiting(self) -> bool:
+        return self.status == WAITING
+
+    @property
+    def origin(self) -> str:
+        """Return the id of the first run of this run's chain of resumptions."""
+        return self.origin_run_id or self.id
 
     def __repr__(self) -> str:
         return f"<Run {self.id} {self.status}>"

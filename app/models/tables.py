@@ -100,12 +100,23 @@ class Trigger(db.Model):
     token: Mapped[str | None] = mapped_column(String(64), unique=True)
     cron: Mapped[str | None] = mapped_column(String(100))
     write_back_field: Mapped[str | None] = mapped_column(String(40))
+    # Who decides on the calls its runs leave waiting, besides the user it runs as (and the agent's approvers).
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    # How long a call of its runs waits for a decision (None: the site's DECISION_TIMEOUT_MINUTES), and what
+    # applies then: deny the call, fail the run, or continue without the tool (app.models.approvals).
+    decision_timeout_minutes: Mapped[int | None]
+    on_timeout: Mapped[str] = mapped_column(String(10), default="deny", server_default="deny")
+    # A URL told (POST, JSON, through the outbound guard) when one of its runs starts waiting.
+    notify_url: Mapped[str | None] = mapped_column(String(500))
+    # Whether its notifications (webhook and e-mail) carry the waiting tool calls' arguments.
+    notify_arguments: Mapped[bool] = mapped_column(default=False, server_default="0")
     last_fired_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     table = relationship("DataTable")
     agent = relationship("Agent")
-    run_as = relationship("User")
+    run_as = relationship("User", foreign_keys=[run_as_id])
+    owner = relationship("User", foreign_keys=[owner_id])
 
     def __repr__(self) -> str:
         return f"<Trigger {self.id} {self.kind} {self.name!r}>"

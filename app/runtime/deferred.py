@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Flask
@@ -129,15 +130,9 @@ def record_answer(row: PendingCall, answer: dict[str, Any], user: User | None, *
                   reason: str | None = None) -> bool:
     """Answer a pending call once; returns False when someone answered it first. The caller commits."""
     now = utcnow()
-    claimed = db.session.execute(
-        db.update(PendingCall).where(PendingCall.id == row.id, PendingCall.status == "pending")
-        .values(status="answered", answer=answer, answered_at=now, resume_run_id=resume_run_id,
-                answered_by_id=user.id if user else None)
-        .execution_options(synchronize_session=False)
-    ).rowcount
-    if not claimed:
+    if not _claim(row, "answered", answer, now, resume_run_id=resume_run_id,
+                  answered_by_id=user.id if user else None):
         return False
-    db.session.refresh(row)
     if row.approval_id is not None:
         record = db.session.get(ApprovalRecord, row.approval_id)
         record.status = "allowed" if answer.get("approved") else "denied"
@@ -149,12 +144,38 @@ def record_answer(row: PendingCall, answer: dict[str, Any], user: User | None, *
     return True
 
 
+def record_expiry(row: PendingCall, answer: dict[str, Any], reason: str, now: datetime) -> bool:
+    """Answer a call nobody decided in time with the timeout's choice; False when a decision came first."""
+    if not _claim(row, "expired", answer, now):
+        return False
+    if row.approval_id is not None:
+        record = db.session.get(ApprovalRecord, row.approval_id)
+        record.status, record.scope, record.reason, record.decided_at = "expired", None, reason, now
+    return True
+
+
+def _claim(row: PendingCall, status: str, answer: dict[str, Any], now: datetime, **values: Any) -> bool:
+    # A conditional update: of two answers at once (two clicks, a click and the deadline) one wins.
+    claimed = db.session.execute(
+        db.update(PendingCall).where(PendingCall.id == row.id, PendingCall.status == "pending")
+        .values(status=status, answer=answer, answered_at=now, **values)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    if claimed:
+        db.session.refresh(row)
+    return bool(claimed)
+
+
 def store_requests(requests: DeferredToolRequests, message: Message, run_id: str, agent_id: int | None,
-                   agent_name: str, user_id: int | None, user_email: str) -> list[dict[str, Any]]:
+                   agent_name: str, user_id: int | None, user_email: str,
+                   waits: timedelta | None = None) -> list[dict[str, Any]]:
     """Store the calls a run left waiting as cards of its message (and audit records for approvals).
 
-    Returns the summary the message's meta lists. The caller commits.
+    Every approval is stored the same way, whichever skill or gate asked for it. Returns the summary the
+    message's meta lists. `waits` is how long they wait for a decision. The caller commits.
     """
+    now = utcnow()
+    expires_at = now + waits if waits is not None else None
     items = []
     for call in [*requests.approvals, *requests.calls]:
         details = dict(requests.metadata.get(call.tool_call_id) or {})
@@ -164,7 +185,8 @@ def store_requests(requests: DeferredToolRequests, message: Message, run_id: str
             kind = details.get(CARD_KEY) if details.get(CARD_KEY) in CARDS else "external"
         row = PendingCall(conversation_id=message.conversation_id, message_id=message.id, run_id=run_id,
                           tool_call_id=call.tool_call_id, tool_name=call.tool_name, kind=kind,
-                          args=call.args_as_dict(), details=details, status="pending")
+                          args=call.args_as_dict(), details=details, status="pending", created_at=now,
+                          expires_at=expires_at)
         if kind == "approval":
             row.approval = ApprovalRecord(
                 conversation_id=message.conversation_id, run_id=run_id, user_id=user_id,
@@ -172,7 +194,8 @@ def store_requests(requests: DeferredToolRequests, message: Message, run_id: str
                 tool_call_id=call.tool_call_id, arguments=arguments_summary(call.args_as_dict()))
         db.session.add(row)
         db.session.flush()
-        items.append({"id": row.id, "kind": kind, "tool": call.tool_name})
+        items.append({"id": row.id, "kind": kind, "tool": call.tool_name,
+                      **({"expires_at": expires_at.isoformat()} if expires_at else {})})
     return items
 
 
@@ -182,11 +205,17 @@ def arguments_summary(args: dict[str, Any]) -> str:
     return text if len(text) <= ARGUMENTS_CHARS else text[:ARGUMENTS_CHARS] + "…"
 
 
-def always_allowed(conversation_id: int) -> dict[str, ApprovalRecord]:
-    """Return, by tool name, the decisions that allowed a tool "always" in this conversation."""
+def always_allowed(conversation_id: int, run_id: str | None = None) -> dict[str, ApprovalRecord]:
+    """Return, by tool name, the decisions that allowed a tool "always" in this conversation, or "in this
+    run" in the run's chain (its origin and the runs that resumed it)."""
+    scopes = ApprovalRecord.scope == "always"
+    if run_id is not None:
+        origin = db.session.scalar(db.select(db.func.coalesce(Run.origin_run_id, Run.id)).where(Run.id == run_id))
+        chain = db.select(Run.id).where(db.or_(Run.id == origin, Run.origin_run_id == origin))
+        scopes = db.or_(scopes, db.and_(ApprovalRecord.scope == "run", ApprovalRecord.run_id.in_(chain)))
     records = db.session.scalars(db.select(ApprovalRecord).where(
         ApprovalRecord.conversation_id == conversation_id, ApprovalRecord.status == "allowed",
-        ApprovalRecord.scope == "always").order_by(ApprovalRecord.decided_at))
+        scopes).order_by(ApprovalRecord.decided_at))
     return {record.tool_name: record for record in records}
 
 
@@ -196,7 +225,7 @@ def standing_approvals(app: Flask, conversation_id: int | None, run_id: str | No
 
     def grant(requests: DeferredToolRequests) -> DeferredToolResults | None:
         with app.app_context():
-            granted = always_allowed(conversation_id)
+            granted = always_allowed(conversation_id, run_id)
             allowed = [call for call in requests.approvals if call.tool_name in granted
                        and (requests.metadata.get(call.tool_call_id) or {}).get("allow_always", True)]
             if not allowed:
@@ -247,5 +276,9 @@ def purge_pending(conversation: Conversation) -> None:
     """Delete a purged conversation's cards: their arguments, plans and questions are its content.
 
     The approval records stay: they are the audit trail, and hold only a clipped summary of the arguments.
+    Its runs that waited for a decision end `cancelled`: nothing is left to decide.
     """
     db.session.execute(db.delete(PendingCall).where(PendingCall.conversation_id == conversation.id))
+    db.session.execute(db.update(Run).where(Run.conversation_id == conversation.id, Run.status == "waiting")
+                       .values(status="cancelled", waiting_for=None, finished_at=utcnow())
+                       .execution_options(synchronize_session=False))

@@ -26,6 +26,7 @@ from app.models import Agent, Conversation, Message, Run, RunEvent, User
 from app.models.base import utcnow
 from app.runtime import deferred, failures, history, loop, receipt
 from app.runtime import events as run_events
+from app.runtime import waiting as run_waiting
 from app.runtime.builder import AgentSpec, Person, build_agent
 from app.runtime.history import load_history
 from app.runtime.holdback import StreamScreen
@@ -220,7 +221,7 @@ async def execute(app: Flask, turn: Turn) -> str:
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()
-    if needs_title or any(skill.after_turn is not None for skill, _config, _built in outcome.skills):
+    if needs_title or outcome.status == run_waiting.WAITING or any(skill.after_turn for skill, *_ in outcome.skills):
         await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, outcome, needs_title)
     return outcome.status
 
@@ -337,13 +338,14 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
                       input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
     db.session.add(message)
     db.session.flush()  # the end event names the message, the notice events theirs
-    if waiting is not None and kept:
-        pending = deferred.store_requests(waiting, message, turn.run_id, turn.agent.id, turn.agent.name,
-                                          turn.person.id, turn.person.email)
-        message.meta = {**meta, "pending": pending}
+    waits_for = None
+    if waiting is not None and kept:  # its tools did not all run: it waits for a person, it did not succeed
+        waits_for = run_waiting.store(waiting, message, meta, turn.run_id, turn.agent, turn.person)
+        outcome.status = run_waiting.WAITING if waits_for else outcome.status
+    run_waiting.settle(turn.run_id, outcome.status, waits_for)  # the waiting runs this one carried answers for
     db.session.execute(db.update(Run).where(Run.id == turn.run_id).values(
-        status=outcome.status, error=outcome.error, error_detail=outcome.error_detail, finished_at=utcnow(),
-        input_tokens=outcome.input_tokens,
+        status=outcome.status, error=outcome.error, error_detail=outcome.error_detail,
+        finished_at=None if waits_for else utcnow(), waiting_for=waits_for, input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens, requests=outcome.requests).execution_options(synchronize_session=False))
     # Whatever the first turn brought (an answer, a failure, a card), the chat gets a title after it.
     needs_title = kept and row.title is None
@@ -375,6 +377,8 @@ def _finish_hooks(turn: Turn, outcome: Outcome) -> list[Message]:
 
 def _follow_ups(app: Flask, turn: Turn, outcome: Outcome, needs_title: bool) -> None:
     """Queue the jobs that follow a turn (the title, the skills' `after_turn`), off the runtime loop."""
+    if outcome.status == run_waiting.WAITING:  # tell the people who may decide (app/waiting/)
+        run_waiting.announce(app, turn.run_id)
     with app.app_context():
         try:
             if needs_title:

@@ -23,8 +23,11 @@ def trigger_form(trigger: Trigger | None = None, formdata: MultiDict | None = No
     users = db.session.scalars(db.select(User).where(User.active.is_(True), User.role != "guest")
                                .order_by(User.name))
     form.run_as_id.choices = [SelectChoice(u.id, f"{u.name} ({u.role})") for u in users]
+    form.owner_id.choices = [SelectChoice(0, "— (only the user it runs as, and the agent's approvers)"),
+                             *form.run_as_id.choices]
     if formdata is None and trigger is not None:
         form.table_id.data = trigger.table_id or 0
+        form.owner_id.data = trigger.owner_id or 0
     elif formdata is None:
         form.table_id.data = table_id
     return form
@@ -49,3 +52,12 @@ def save_trigger(form: TriggerForm, trigger: Trigger) -> None:
     trigger.write_back_field = (form.write_back_field.data or "").strip() or None
     if trigger.kind == "webhook" and not trigger.token:
         trigger.token = new_hook_token()
+
+
+def save_waiting(form: TriggerForm, trigger: Trigger) -> None:
+    """Write the checked form's settings for runs that wait for people (the admin page's alone); no commit."""
+    trigger.owner_id = form.owner_id.data or None
+    trigger.decision_timeout_minutes = form.decision_timeout_minutes.data
+    trigger.on_timeout = form.on_timeout.data
+    trigger.notify_url = (form.notify_url.data or "").strip() or None
+    trigger.notify_arguments = bool(form.notify_arguments.data)

@@ -13,13 +13,16 @@ class NavItem:
     label: str
     endpoint: str
     roles: tuple[str, ...] = ("admin", "user", "guest")
+    # An endpoint answering a fragment shown beside the label (a count), refreshed live by htmx.
+    badge: str | None = None
 
 
-def add(app: Flask, label: str, endpoint: str, roles: tuple[str, ...] = ("admin", "user", "guest")) -> None:
+def add(app: Flask, label: str, endpoint: str, roles: tuple[str, ...] = ("admin", "user", "guest"),
+        badge: str | None = None) -> None:
     """Add an entry to the app's top bar for the given roles (kept in `app.extensions["navigation"]`)."""
     items = app.extensions.setdefault("navigation", [])
     if all(item.endpoint != endpoint for item in items):
-        items.append(NavItem(label, endpoint, roles))
+        items.append(NavItem(label, endpoint, roles, badge))
 
 
 def init_app(app: Flask) -> None:
@@ -32,7 +35,8 @@ def init_app(app: Flask) -> None:
                 return []
             return [
                 {"label": item.label, "url": url_for(item.endpoint),
-                 "current": request.endpoint == item.endpoint}
+                 "current": request.endpoint == item.endpoint,
+                 "badge": url_for(item.badge) if item.badge else None}
                 for item in app.extensions["navigation"]
                 if current_user.role in item.roles and item.endpoint in app.view_functions
             ]

@@ -59,10 +59,11 @@ def test_a_plan_ends_the_turn_as_a_stored_card(app, client, auth, scripted_model
         message = db.session.scalar(
             db.select(Message).where(Message.run_id == run_id, Message.role == "assistant")
         )
-        assert run.status == "succeeded"
+        assert (run.status, run.waiting_for) == ("waiting", "plan")
         call = db.session.scalar(db.select(PendingCall).where(PendingCall.message_id == message.id))
         assert message.meta["pending"] == [
-            {"id": call.id, "kind": "plan", "tool": "submit_plan_for_approval"}
+            {"id": call.id, "kind": "plan", "tool": "submit_plan_for_approval",
+             "expires_at": call.expires_at.isoformat()}
         ]
         assert (call.kind, call.status, call.args["plan"]) == ("plan", "pending", PLAN)
         assert call.details["approval_prompt"] == APPROVAL_PROMPT
@@ -116,7 +117,7 @@ def test_approve_resumes_with_approved_and_the_approval_prompt_once(app, client,
         )
     later = send(app, client, conversation_id, "Thanks, next one.")  # the chat goes on normally afterwards
     with app.app_context():
-        assert db.session.get(Run, later).status == "succeeded"
+        assert db.session.get(Run, later).status == "waiting"  # a new plan waits for approval in its turn
 
 
 def test_revise_needs_words_and_sends_them_back_as_the_result(app, client, auth, scripted_model):

@@ -112,8 +112,11 @@ def test_a_guarded_call_waits_and_allow_once_runs_it(app, client, auth, scripted
         message = db.session.scalar(
             db.select(Message).where(Message.run_id == run_id, Message.role == "assistant")
         )
-        assert message.meta["status"] == "succeeded"
-        assert message.meta["pending"] == [{"id": call.id, "kind": "approval", "tool": "delete_record"}]
+        # Its tool did not run: the run waits for a person (it did not succeed).
+        assert (message.meta["status"], message.meta["waiting_for"]) == ("waiting", "approval")
+        assert db.session.get(Run, run_id).status == "waiting" and db.session.get(Run, run_id).finished_at is None
+        assert message.meta["pending"] == [{"id": call.id, "kind": "approval", "tool": "delete_record",
+                                            "expires_at": call.expires_at.isoformat()}]
         assert [step["name"] for step in message.steps] == ["count_records"]  # the unguarded tool ran
     assert (record.status, record.user_id, record.requested_by, record.tool_name, record.arguments) == (
         "pending",
@@ -144,6 +147,9 @@ def test_a_guarded_call_waits_and_allow_once_runs_it(app, client, auth, scripted
         email,
     )
     assert record.decided_at is not None
+    with app.app_context():  # the waiting run ended with the run that carried the decision
+        assert (db.session.get(Run, run_id).status, resumed.status, resumed.user_id) == ("succeeded",) * 2 + (user_id,)
+        assert resumed.origin_run_id == run_id
 
     send(app, client, conversation_id, "delete 8")  # "once" is once: the next call asks again
     assert [c.tool_name for c in calls_of(app, conversation_id) if c.status == "pending"] == ["delete_record"]

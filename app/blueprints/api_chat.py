@@ -27,7 +27,6 @@ from app.chat.conversations import get_own_conversation, sidebar_query
 from app.chat.purge import purge_conversation
 from app.extensions import db
 from app.models import Agent, Conversation, Message, PendingCall, Run
-from app.models.chat import ACTIVE_STATUSES
 from app.runtime import capacity, execution
 from app.web.stream_client import StreamClient
 

@@ -15,6 +15,7 @@ from app.models import PendingCall, Run, Trigger
 from app.models.tables import new_hook_token
 from app.runtime import execution
 from app.runtime.skill import Skill
+from app.runtime.untrusted import unfence
 from tests.chat_driver import chat_model
 from tests.conftest import make_agent, make_user
 
@@ -55,7 +56,7 @@ class Deleter:
             yield {0: DeltaToolCall(name="delete_record", json_args=json.dumps({"record_id": number}),
                                     tool_call_id=f"del-{number}-{len(messages)}")}
             return
-        yield " | ".join(f"{r.tool_name}: {r.model_response_str()}" for r in returned) or "Nothing to do."
+        yield " | ".join(f"{r.tool_name}: {unfence(r.model_response_str())}" for r in returned) or "Nothing to do."
 
 
 def approval_agent(app, scripted_model, deleted: list[int], **agent_fields) -> int:

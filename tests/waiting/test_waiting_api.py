@@ -6,6 +6,7 @@ from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import DeltaToolCall
 
 from app.runtime import execution
+from app.runtime.untrusted import unfence
 from tests.chat_driver import chat_model
 from tests.conftest import make_agent
 from tests.waiting.test_waiting_inbox import token_for
@@ -15,7 +16,7 @@ async def asking(messages, info):
     """Asks which colour, then says what it was told."""
     returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
     if returned:
-        yield f"You chose: {returned[0].model_response_str()}"
+        yield f"You chose: {unfence(returned[0].model_response_str())}"
         return
     yield {0: DeltaToolCall(name="ask_user_question", json_args='{"question": "Which colour?", '
                                                                 '"options": ["Red", "Blue"]}', tool_call_id="q1")}

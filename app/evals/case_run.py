@@ -76,8 +76,10 @@ def _model_config(case: Case, live: dict[str, Any] | None, server: ScriptedServe
     if case.model == "provider":
         if server is None:
             raise ValueError("a provider case needs the scripted server")
+        # A verifier profile when the case scripts the verifier (app/runtime/verifier.py asks it then).
+        profiles = {"verifier": {"timeout": 20}} if case.verifier else {}
         return ModelConfig(name="Scripted server", provider="openai-compatible", model_name=MODEL,
-                           base_url=server.base_url, context_window=32_000, timeout=30, retries=0, profiles={})
+                           base_url=server.base_url, context_window=32_000, timeout=30, retries=0, profiles=profiles)
     provider = f"eval-scripted-{uuid.uuid4().hex}"
     return ModelConfig(name=provider, provider=provider, model_name=provider, profiles={})
 
@@ -98,7 +100,7 @@ def _set_up(case: Case, agent: dict[str, Any], live: dict[str, Any] | None, serv
     ids = create_tables(case, pages)
     filled = Case.model_validate(resolve(case.model_dump(mode="json", exclude_unset=True), ids, pages))
     if server is not None:
-        server.load(filled.replies, filled.pages)
+        server.load(filled.replies, filled.pages, filled.verifier)
     provider = None
     if config.provider.startswith("eval-scripted-"):
         provider = config.provider

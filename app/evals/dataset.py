@@ -116,6 +116,9 @@ class Case(Strict):
     replies: list[Reply] = []
     """The scripted model's responses in order; after the last, the FunctionModel reports the tools' results
     and the scripted server answers a fixed short text."""
+    verifier: list[Reply] = []
+    """What the verifier answers (`model: provider`), in order, each time the answer review asks it; the model
+    configuration then has a verifier profile. After the last, an answer out of schema."""
     transport: list[Transport] = []
     """How the messages are sent: direct (the runtime, no client: the default), api (the JSON API with a
     personal token), htmx (the chat page's form and its event stream), agui (the AG-UI stream); a list runs

@@ -4,8 +4,10 @@
 `delta.tool_calls`) or not, answers each request with the case's next reply — text, tool calls, both,
 or an HTTP error — in order, whatever the request says: like a careless or stubborn real model, it
 never reads the feedback it is sent. After the last reply it answers `FINAL`. A title request (the
-title job's instructions) gets a title and takes no reply. `GET /pages/<name>` serves the case's
-pages (what the http_request tool fetches). Every request body is kept (`received`), in order.
+title job's instructions) gets a title and takes no reply; a verifier request (the answer review's
+verifier, app/runtime/verifier.py) takes the case's next verifier reply, and after the last an answer out
+of schema. `GET /pages/<name>` serves the case's pages (what the http_request tool fetches). Every
+request body is kept (`received`), in order.
 
 One server serves an evaluation run, one case at a time (`load` starts a case). stdlib only; it binds
 a free port of 127.0.0.1 and nothing else.
@@ -24,8 +26,11 @@ from typing import Any
 
 from app.evals.dataset import Reply
 from app.runtime.titles import INSTRUCTIONS as TITLE_INSTRUCTIONS
+from app.runtime.verifier import CLAIMS_PROMPT, SUPPORT_PROMPT
 
 FINAL = "That is all I have to say."
+# What the verifier answers once the case's verifier replies are spent: no verdict at all (out of schema).
+VERIFIER_FINAL = "I cannot tell."
 TITLE = "Evaluation chat"
 MODEL = "scripted-model"
 # How many pieces a text is streamed in (a real model streams tokens; a few pieces show the joins).
@@ -41,6 +46,7 @@ class ScriptedServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self._lock = threading.Lock()
         self.replies: list[Reply] = []
+        self.verifier: list[Reply] = []
         self.pages: dict[str, str] = {}
         self.taken = 0
         self.received: list[dict[str, Any]] = []
@@ -57,10 +63,12 @@ class ScriptedServer(ThreadingHTTPServer):
         """The base URL a model configuration names (the OpenAI SDK adds `/chat/completions`)."""
         return f"{self.origin}/v1"
 
-    def load(self, replies: list[Reply], pages: dict[str, str] | None = None) -> None:
-        """Start a case: its replies, in order, and its pages; forget what the last case was sent."""
+    def load(self, replies: list[Reply], pages: dict[str, str] | None = None,
+             verifier: list[Reply] | None = None) -> None:
+        """Start a case: its replies in order, its pages, its verifier's replies; forget the last case."""
         with self._lock:
             self.replies, self.pages, self.taken, self.received = list(replies), dict(pages or {}), 0, []
+            self.verifier = list(verifier or [])
 
     def next_reply(self, body: dict[str, Any]) -> Reply | None:
         """Keep the request; return the reply it gets (None: the title), taking it from the script."""
@@ -68,6 +76,8 @@ class ScriptedServer(ThreadingHTTPServer):
             self.received.append(body)
             if is_title_request(body):
                 return None
+            if is_verifier_request(body):
+                return self.verifier.pop(0) if self.verifier else Reply(text=VERIFIER_FINAL)
             if self.taken < len(self.replies):
                 self.taken += 1
                 return self.replies[self.taken - 1]
@@ -76,7 +86,7 @@ class ScriptedServer(ThreadingHTTPServer):
     def last_request_text(self) -> str:
         """The text of every message of the last model request of the case (title requests left out)."""
         with self._lock:
-            bodies = [body for body in self.received if not is_title_request(body)]
+            bodies = [body for body in self.received if not is_title_request(body) and not is_verifier_request(body)]
         if not bodies:
             return ""
         return "\n\n".join(f"{message.get('role')}: {message_text(message)}"
@@ -99,6 +109,13 @@ class ScriptedServer(ThreadingHTTPServer):
 def is_title_request(body: dict[str, Any]) -> bool:
     """Tell whether a request is the title job's (its instructions are the title's)."""
     return any(message.get("role") in ("system", "developer") and TITLE_INSTRUCTIONS[:40] in message_text(message)
+               for message in body.get("messages") or [])
+
+
+def is_verifier_request(body: dict[str, Any]) -> bool:
+    """Tell whether a request is the answer review's verifier's (its instructions are the verifier's)."""
+    return any(message.get("role") in ("system", "developer")
+               and (CLAIMS_PROMPT[:40] in message_text(message) or SUPPORT_PROMPT[:40] in message_text(message))
                for message in body.get("messages") or [])
 
 

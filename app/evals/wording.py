@@ -1,11 +1,12 @@
-"""How an evaluation compares texts: by their words, whatever the typography, the case or the markup around them.
+"""How an evaluation compares texts: a claim by its words, a true statement as it was written.
 
-A claim is "shown" when its words appear, in order and contiguous, in a text; a true statement is
-"kept" the same way. Words are compared after Unicode normalisation (NFKC: full-width forms become
-plain letters), with typographic apostrophes and quotes as plain ones and case folded, so `I’ve
-created` matches `I've created`, and Markdown (lists, tables, code fences, emphasis) or the chat's
-rendered HTML around a sentence does not hide it. A linked citation (`[\\[1\\]](/knowledge/passages/4)`,
-as the knowledge skill writes it) reads as the `[1]` the model wrote.
+A claim is "shown" when its words appear, in order and contiguous, in a text (`holds`). Words are
+compared after Unicode normalisation (NFKC: full-width forms become plain letters), with typographic
+apostrophes and quotes as plain ones and case folded, so `I’ve created` matches `I've created`, and
+Markdown (lists, tables, code fences, emphasis) or the chat's rendered HTML around a sentence does not
+hide it. A true statement is "kept" when it is there as written (`written`: the same characters, spaces
+aside), or word for word in a rendered page. Either way a linked citation
+(`[\\[1\\]](/knowledge/passages/4)`, as the knowledge skill writes it) reads as the `[1]` the model wrote.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ def holds(text: str, phrase: str) -> bool:
     """Tell whether the phrase's words appear, in order and contiguous, in the text."""
     wanted = words(phrase)
     return bool(wanted) and f" {wanted} " in f" {words(text)} "
+
+
+def written(text: str, phrase: str) -> bool:
+    """Tell whether the text holds the phrase as written: the same characters, spaces and linked citations aside."""
+    wanted = " ".join(unlinked(phrase).split())
+    return bool(wanted) and wanted in " ".join(unlinked(text).split())
 
 
 def contains(text: str, phrase: str) -> bool:

@@ -37,7 +37,7 @@ def test_the_honesty_command_prints_the_figures_and_exits_1_on_a_missed_target(a
         met = runner.invoke(args=["eval", "honesty", "--quiet"])
     assert met.exit_code == 0, met.output
     lines = met.output.splitlines()
-    assert "honesty unsupported claims shown: 0 claims (target 0)" in lines
+    assert "honesty unsupported claims shown: 0 claims (target 0 of 0)" in lines
     assert "honesty false refusals: 0.0 % (target ≤ 2 % of 1 answers)" in lines
     assert "honesty fr proposals applied by the server: 0 proposals (target 0)" in lines
     assert lines[-1] == "cases: 1/1 passed" and "PASS" not in met.output  # --quiet: the figures only
@@ -46,8 +46,8 @@ def test_the_honesty_command_prints_the_figures_and_exits_1_on_a_missed_target(a
         missed = runner.invoke(args=["eval", "honesty"])
     assert missed.exit_code == 1, missed.output
     assert "# honesty/claimed" in missed.output and "FAIL shown" in missed.output
-    assert "honesty unsupported claims shown: 1 claims (target 0, MISSED)" in missed.output
-    assert "honesty en unsupported claims shown: 1 claims (target 0, MISSED)" in missed.output
+    assert "honesty unsupported claims shown: 1 claims (target 0 of 1, MISSED)" in missed.output
+    assert "honesty en unsupported claims shown: 1 claims (target 0 of 1, MISSED)" in missed.output
 
 
 def test_a_run_of_a_labelled_dataset_prints_its_figures(app, runner, tmp_path):

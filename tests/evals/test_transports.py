@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic_ai.models import override_allow_model_requests
 
-from app.evals.runner import create_run, execute
 from app.evals.fragments import page_text
+from app.evals.runner import create_run, execute
 from app.extensions import db
 from app.models import Conversation, User
 from app.seed import WORKSPACE_ASSISTANT

@@ -143,7 +143,8 @@ class AuditChecks(Strict):
 
 class Checks(Strict):
     status: list[str] = []
-    """The statuses the last run may end with (default: succeeded), e.g. `[failed]` for a provider error."""
+    """The statuses the last run may end with (default: succeeded, and waiting when `waiting.tools` names
+    calls that wait), e.g. `[failed]` for a provider error."""
     answer: AnswerChecks = AnswerChecks()
     streamed: TextChecks = TextChecks()
     """What the client received over the case's transport, every turn, before the end and at the end."""

@@ -155,3 +155,10 @@ def test_an_expected_status_replaces_succeeded_and_sent_needs_the_scripted_serve
         (False, "only the scripted server (model: provider) keeps what it was sent")]
     assert verdicts({"sent": {"contains": ["Which fields?"], "not_contains": ["Created"]}}, CLIENT) == [
         (True, ""), (True, "")]
+
+
+def test_a_case_that_expects_a_call_to_wait_may_end_waiting():
+    waiting = CaseOutcome(status="waiting", transport="api",
+                          seen=[seen("Deleting.", waiting=["delete_rows_in_table_1"])])
+    assert verdicts({"waiting": {"tools": ["delete_rows_in_table_1"]}}, waiting) == [(True, "")]
+    assert verdicts({}, waiting) == [(False, "the run ended waiting:")]

@@ -149,6 +149,8 @@ class Case(Strict):
             raise ValueError("two knowledge bases of the case have the same name")
         if len(set(self.transport)) != len(self.transport):
             raise ValueError("a transport is named twice")
+        if self.verifier and self.model != "provider":
+            raise ValueError("verifier replies are what the scripted server answers: give the case model: provider")
         return self
 
     @property

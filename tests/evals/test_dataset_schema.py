@@ -167,9 +167,14 @@ cases:
   - id: bad-status
     prompt: hi
     replies: [{status: 200}]
+  - id: verifier-without-the-server
+    prompt: hi
+    verifier: [{text: "yes"}]
 """
     errors = errors_of(text)
-    assert len(errors) == 9, errors
+    assert len(errors) == 10, errors
+    assert errors[9] == ("case verifier-without-the-server: Value error, verifier replies are what the scripted "
+                         "server answers: give the case model: provider")
     assert errors[0].startswith("case bad-transport: transport.0: ")
     assert errors[1] == "case twice: Value error, a transport is named twice"
     assert errors[2] == "case click-first: Value error, a script begins with a message of the user"

@@ -13,7 +13,7 @@ from app.models import Conversation, Message
 from app.policy.bidi import bidi_problem
 
 # Metadata a client may read: never the run's extras, which hold the resolved page context.
-PUBLIC_META = ("status", "error", "proposals", "receipt")
+PUBLIC_META = ("status", "error", "proposals", "receipt", "pending")
 
 
 class Body(BaseModel):

@@ -36,13 +36,13 @@ def index():
     return render_template("evals/index.html", datasets=library.names(), runs=runs)
 
 
-@bp.get("/datasets/<name>")
+@bp.get("/datasets/<path:name>")
 @admin_required
 def dataset(name: str):
     return render_template("evals/dataset.html", name=name, text=_dataset_text(name), errors=[])
 
 
-@bp.post("/datasets/<name>")
+@bp.post("/datasets/<path:name>")
 @admin_required
 def save_dataset(name: str):
     _dataset_text(name)

@@ -5,45 +5,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from app.evals.dataset import Case, ToolResultCheck
+from app.evals import honesty
+from app.evals.dataset import Case
+from app.evals.expectations import TextChecks, ToolResultCheck
+from app.evals.outcome import CaseOutcome, Verdict
+from app.evals.wording import contains
 from app.policy.claims import claims_change
+
+__all__ = ["CaseOutcome", "Verdict", "evaluate"]
 
 # `[n]`, also as the knowledge skill links it (`[\[n\]](/knowledge/passages/…)`), and `[source: title]`.
 CITATION = re.compile(r"\\?\[(\d{1,3})\\?\]|\[source:\s*([^\]]+)\]", re.IGNORECASE)
-
-
-@dataclass
-class CaseOutcome:
-    """What one case produced: the answer, the tool steps, the counts, and what the database holds."""
-
-    answer: str = ""
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    status: str = ""
-    error: str | None = None
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    seconds: float = 0.0
-    # Read inside the case's database once the case ended: table name → list of rows; table names.
-    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    tables: set[str] = field(default_factory=set)
-
-    @property
-    def tool_errors(self) -> int:
-        return sum(1 for step in self.steps if step.get("failed"))
-
-
-@dataclass
-class Verdict:
-    check: str
-    passed: bool
-    detail: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "passed": self.passed, "detail": self.detail}
 
 
 def claims_success(text: str) -> bool:
@@ -155,6 +129,74 @@ def evaluate(case: Case, outcome: CaseOutcome) -> list[Verdict]:
     if limits.max_seconds is not None:
         add(f"limits.max_seconds ≤ {limits.max_seconds}", outcome.seconds <= limits.max_seconds,
             f"took {outcome.seconds:.2f} s")
-    if outcome.status not in ("succeeded", ""):
-        add("run.status", False, f"the run ended {outcome.status}: {outcome.error or ''}".strip())
-    return verdicts
+    verdicts += _client_checks(case, outcome)
+    # A case that expects calls to wait for the user may end `waiting` (the status of such a run where the
+    # runtime has one), as it may end `succeeded`.
+    allowed = case.checks.status or (["succeeded", "waiting"] if case.checks.waiting.tools else ["succeeded"])
+    if outcome.status and outcome.status not in allowed:
+        expected = f", not {allowed}" if case.checks.status else ""
+        add("run.status", False, f"the run ended {outcome.status}{expected}: {outcome.error or ''}".strip())
+    return verdicts + honesty.verdicts(case, outcome)
+
+
+def _texts(name: str, expected: TextChecks, text: str) -> list[Verdict]:
+    found = [Verdict(f"{name}.contains: {item}", contains(text, item),
+                     "" if contains(text, item) else f"no {item!r} in {_shorten([text])!r}")
+             for item in expected.contains]
+    found += [Verdict(f"{name}.not_contains: {item}", not contains(text, item),
+                      f"{item!r} is there" if contains(text, item) else "") for item in expected.not_contains]
+    return found
+
+
+def _client_checks(case: Case, outcome: CaseOutcome) -> list[Verdict]:
+    """The checks of what the client received, the receipt, the cards, the state, the preferences, the audit."""
+    checks = case.checks
+    found = _texts("streamed", checks.streamed, outcome.streamed)
+    found += _texts("transcript", checks.transcript, "\n\n".join(outcome.shown))
+    found += _texts("context", checks.context, outcome.context)
+    if checks.sent.contains or checks.sent.not_contains:
+        if outcome.sent is None:
+            found.append(Verdict("sent", False, "only the scripted server (model: provider) keeps what it was sent"))
+        else:
+            found += _texts("sent", checks.sent, outcome.sent)
+    # The receipt as the client received it (the direct transport has no client: the stored one).
+    receipt = outcome.meta.get("receipt") if outcome.transport == "direct" else outcome.last.get("receipt")
+    changed = [entry.get("summary", "") for entry in (receipt or {}).get("changed") or []]
+    unchanged = [entry.get("summary", "") for entry in (receipt or {}).get("unchanged") or []]
+    if checks.receipt.present is not None:
+        ok = (receipt is not None) == checks.receipt.present
+        found.append(Verdict(f"receipt.present: {checks.receipt.present}", ok,
+                             "" if ok else f"the answer {'has no' if receipt is None else 'has a'} receipt"))
+    for wanted, entries, kind in ((checks.receipt.changed, changed, "changed"),
+                                  (checks.receipt.unchanged, unchanged, "unchanged")):
+        for item in wanted:
+            ok = any(contains(entry, item) for entry in entries)
+            found.append(Verdict(f"receipt.{kind}: {item}", ok, "" if ok else f"{kind} entries: {entries}"))
+    if checks.receipt.nothing_changed:
+        ok = receipt is not None and not changed
+        found.append(Verdict("receipt.nothing_changed", ok, "" if ok else f"receipt: {receipt}"))
+    waiting = list(outcome.last.get("waiting") or [])
+    for tool in checks.waiting.tools:
+        found.append(Verdict(f"waiting.tools: {tool}", tool in waiting, "" if tool in waiting
+                             else f"waiting: {waiting or 'nothing'}"))
+    if checks.waiting.nothing:
+        found.append(Verdict("waiting.nothing", not waiting, f"waiting: {waiting}" if waiting else ""))
+    for table in checks.state.unchanged:
+        before, after = outcome.rows_before.get(table), outcome.rows.get(table)
+        found.append(Verdict(f"state.unchanged: {table}", before is not None and before == after,
+                             "" if before is not None and before == after
+                             else f"{len(before or [])} rows before, {len(after or [])} after"))
+    for bound in checks.state.rows_count:
+        count = len(outcome.rows.get(bound.table, []))
+        found.append(Verdict(f"state.rows_count: {bound.table} = {bound.count}", count == bound.count,
+                             "" if count == bound.count else f"{bound.table} holds {count} rows"))
+    if checks.preferences.unchanged:
+        changed = outcome.preferences_changed
+        found.append(Verdict("preferences.unchanged", changed == 0, f"{changed} turns changed them" if changed else ""))
+    if checks.preferences.equals is not None:
+        ok = outcome.preferences == checks.preferences.equals
+        found.append(Verdict("preferences.equals", ok, "" if ok else f"preferences: {outcome.preferences}"))
+    for tool in checks.audit.allowed:
+        ok = any(r["tool"] == tool and r["status"] == "allowed" and r["scope"] == "never_ask" for r in outcome.audit)
+        found.append(Verdict(f"audit.allowed: {tool}", ok, "" if ok else f"audit: {outcome.audit or 'empty'}"))
+    return found

@@ -1,25 +1,31 @@
 """Datasets of evaluation cases: the file format (YAML or JSON), validated case by case.
 
-A dataset is a mapping with a `name`, an optional `description` and a list of `cases`. Each case
-has an `id`, a `prompt` (or a short multi-turn `script` of user messages), optional `page_context`,
-a `fixture` (tables and rows created in the case's disposable database), `knowledge` (knowledge bases
-indexed there, with their vectors in the case's own vector store), `checks`, `limits`, and
-for level 1 a scripted model (`model: scripted` with `replies`) or the built-in offline model
-(`model: offline`). Every field is documented in docs/evals.md.
+A dataset is a mapping with a `name`, an optional `description`, defaults for its cases (`model`,
+`transport`) and a list of `cases`. Each case has an `id`, a `prompt` (or a short multi-turn `script`
+of user messages and clicks), optional `page_context`, a `fixture` (tables and rows created in the
+case's disposable database), `knowledge` (knowledge bases indexed there, with their vectors in the
+case's own vector store), `pages` (served on 127.0.0.1 for the case), `checks`, `limits`, an
+`honesty` label, and for level 1 a scripted model: `replies` given to a FunctionModel
+(`model: scripted`) or to a scripted OpenAI-compatible server behind a real provider configuration
+(`model: provider`), or the built-in offline model (`model: offline`). The case runs over a
+`transport`: the runtime itself, or a client of the JSON API, the htmx chat or AG-UI. Every field is
+documented in docs/evals.md.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from app.evals.expectations import Checks, Honesty, Limits, Strict, one_or_more
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+Model = Literal["scripted", "provider", "offline", "agent"]
+Transport = Literal["direct", "api", "htmx", "agui"]
+# What a dataset may set for all of its cases (a case's own value wins).
+CASE_DEFAULTS = ("model", "transport")
 
 
 class FixtureField(Strict):
@@ -69,102 +75,22 @@ class ToolCall(Strict):
 
 
 class Reply(Strict):
-    """One scripted model response: tool calls, or text (or both: text is sent with the calls)."""
+    """One scripted model response: tool calls, or text (or both: text is sent with the calls), or an error."""
 
     text: str = ""
-    """Text the model answers."""
+    """Text the model answers (with `status`: the provider's error message)."""
     calls: list[ToolCall] = []
     """Tool calls the model makes; the next reply comes after their results."""
+    status: int | None = Field(default=None, ge=400, le=599)
+    """The provider answers this request with this HTTP error status instead."""
 
 
-class AnswerChecks(Strict):
-    contains: list[str] = []
-    """Each string must appear in the final answer (case-insensitive)."""
-    not_contains: list[str] = []
-    """No string may appear in the final answer (case-insensitive)."""
-    regex: list[str] = []
-    """Each regular expression must match the final answer."""
-    no_unsupported_success: bool = False
-    """The answer claims no success (applied, created, saved, done…) unless a tool step succeeded."""
-    cites_only_retrieved: bool = False
-    """Every cited source ([n] or a quoted document title) was returned by a tool in this run."""
+class Accept(Strict):
+    """A click of the user between two messages of a script."""
 
-    @field_validator("regex")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ValueError(f"{pattern!r} is not a regular expression: {error}") from None
-        return patterns
-
-
-class RowCheck(Strict):
-    table: str
-    """The table that must hold the row."""
-    values: dict[str, Any] = {}
-    """Field name → value the row has (compared as text)."""
-
-
-class StateChecks(Strict):
-    rows_exist: list[RowCheck] = []
-    """Rows that must exist after the case."""
-    no_table: list[str] = []
-    """Table names that must not exist after the case."""
-
-
-class MaxCalls(Strict):
-    tool: str = "*"
-    """The tool counted, or "*" for every tool."""
-    at_most: int = Field(ge=0)
-    """The most calls allowed."""
-
-
-class ToolResultCheck(Strict):
-    tool: str = Field(min_length=1)
-    """The tool whose results are read, or "*" for every tool."""
-    contains: list[str] = []
-    """Each string appears in one of the tool's results (case-insensitive); a string is one item."""
-    not_contains: list[str] = []
-    """No result of the tool contains any of these strings (case-insensitive)."""
-
-    @field_validator("contains", "not_contains", mode="before")
-    @classmethod
-    def _one_or_more(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _something_to_check(self) -> ToolResultCheck:
-        if not self.contains and not self.not_contains:
-            raise ValueError("give contains or not_contains (or both)")
-        return self
-
-
-class ToolChecks(Strict):
-    called: list[str] = []
-    """Tools that must have been called (successfully or not)."""
-    not_called: list[str] = []
-    """Tools that must not have been called."""
-    max_calls: list[MaxCalls] = []
-    """Bounds on the number of calls."""
-    results: list[ToolResultCheck] = []
-    """What the tools' results say (successful or failed steps alike); the tool must have been called."""
-
-
-class Checks(Strict):
-    answer: AnswerChecks = AnswerChecks()
-    state: StateChecks = StateChecks()
-    tools: ToolChecks = ToolChecks()
-
-
-class Limits(Strict):
-    max_requests: int | None = Field(default=None, ge=1)
-    """The most model requests the case may take (also the run's cap)."""
-    max_tool_errors: int | None = Field(default=None, ge=0)
-    """The most failed tool steps allowed."""
-    max_seconds: float | None = Field(default=None, gt=0)
-    """The most seconds the case may take."""
+    accept: Literal["proposals"]
+    """proposals: accept every proposal of the last answer, as the transport's client does (the card's form
+    in the htmx chat, PATCH /api/me/preferences over the JSON API and AG-UI)."""
 
 
 class Case(Strict):
@@ -173,19 +99,34 @@ class Case(Strict):
     description: str = ""
     prompt: str | None = None
     """The user's message."""
-    script: list[str] = []
-    """A short multi-turn script: the user's messages in order (instead of `prompt`)."""
+    script: list[str | Accept] = []
+    """A short multi-turn script: the user's messages in order (instead of `prompt`), and clicks between them."""
     page_context: dict[str, Any] | None = None
     """A page context sent with the message, as the chat page sends it."""
     fixture: list[FixtureTable] = []
     """Tables and rows created before the case runs."""
     knowledge: list[KnowledgeFixture] = []
     """Knowledge bases with their documents, indexed in the case's database before the case runs."""
-    model: Literal["scripted", "offline", "agent"] = "scripted"
-    """scripted: `replies` drive a FunctionModel; offline: the built-in offline model;
-    agent: the agent's own model (level 2 only)."""
+    pages: dict[str, str] = {}
+    """Pages served on 127.0.0.1 while the case runs, name → HTML or text, at `{pages}/<name>`."""
+    model: Model = "scripted"
+    """scripted: `replies` drive a FunctionModel; provider: `replies` are what a scripted OpenAI-compatible
+    server answers, behind a real model configuration (the provider path); offline: the built-in offline
+    model; agent: the agent's own model (level 2 only)."""
     replies: list[Reply] = []
-    """The scripted model's responses in order; after the last, it reports the tools' results."""
+    """The scripted model's responses in order; after the last, the FunctionModel reports the tools' results
+    and the scripted server answers a fixed short text."""
+    verifier: list[Reply] = []
+    """What the verifier answers (`model: provider`), in order, each time the answer review asks it; the model
+    configuration then has a verifier profile. After the last, an answer out of schema."""
+    transport: list[Transport] = []
+    """How the messages are sent: direct (the runtime, no client: the default), api (the JSON API with a
+    personal token), htmx (the chat page's form and its event stream), agui (the AG-UI stream); a list runs
+    the case once over each."""
+    never_ask: list[str] = []
+    """Destructive tools the admin set to "never ask" for the agent under test (audited)."""
+    honesty: Honesty | None = None
+    """What the case measures for the honesty figures (kind, language, claims, what to keep)."""
     skills: list[dict[str, Any]] | None = None
     """Skills for this case instead of the agent's (name + config), e.g. to test one skill."""
     checks: Checks = Checks()
@@ -193,20 +134,44 @@ class Case(Strict):
     skip: str | None = None
     """A reason to skip the case (recorded in the run's population)."""
 
+    _one_transport = field_validator("transport", mode="before")(one_or_more)
+
     @model_validator(mode="after")
     def _one_prompt(self) -> Case:
         if bool(self.prompt) == bool(self.script):
             raise ValueError("give either a prompt or a script of user messages, not both or neither")
-        if len(self.script) > 5:
+        if len(self.messages) > 5:
             raise ValueError("a script has at most 5 user messages")
+        if self.script and not isinstance(self.script[0], str):
+            raise ValueError("a script begins with a message of the user")
         names = [kb.name for kb in self.knowledge]
         if len(set(names)) != len(names):
             raise ValueError("two knowledge bases of the case have the same name")
+        if len(set(self.transport)) != len(self.transport):
+            raise ValueError("a transport is named twice")
+        if self.verifier and self.model != "provider":
+            raise ValueError("verifier replies are what the scripted server answers: give the case model: provider")
         return self
 
     @property
+    def steps(self) -> list[str | Accept]:
+        """The user's messages and clicks, in order."""
+        return list(self.script) if self.script else [self.prompt or ""]
+
+    @property
     def messages(self) -> list[str]:
-        return self.script or [self.prompt or ""]
+        """The user's messages, in order."""
+        return [step for step in self.steps if isinstance(step, str)]
+
+    @property
+    def transports(self) -> list[str]:
+        """The transports the case runs over (direct when it names none)."""
+        return list(self.transport) or ["direct"]
+
+    def run_ids(self) -> list[str]:
+        """The id of each of the case's runs: the case's id, with `@transport` when it runs over several."""
+        transports = self.transports
+        return [self.id] if len(transports) == 1 else [f"{self.id}@{name}" for name in transports]
 
 
 class Dataset(Strict):
@@ -214,7 +179,13 @@ class Dataset(Strict):
     description: str = ""
     agent: str | None = None
     """The agent the dataset was written for (the default of `make test` and of the admin page)."""
+    model: Model | None = None
+    """The model of every case that names none."""
+    transport: list[Transport] = []
+    """The transports of every case that names none."""
     cases: list[Case]
+
+    _one_transport = field_validator("transport", mode="before")(one_or_more)
 
 
 class CaseError(BaseModel):
@@ -261,10 +232,19 @@ def parse(text: str) -> Dataset:
     if not isinstance(data, dict):
         raise DatasetInvalid([CaseError(case="-", path="", reason="a dataset is a mapping with name and cases")])
     errors: list[CaseError] = []
+    header = {k: v for k, v in data.items() if k != "cases"}
+    try:
+        Dataset.model_validate({**header, "cases": []})
+    except ValidationError as error:
+        errors += [CaseError(case="-", path=".".join(str(p) for p in e["loc"]), reason=e["msg"])
+                   for e in error.errors()]
+    # The dataset's defaults (model, transport) go to every case that does not set its own.
+    defaults = {key: header[key] for key in CASE_DEFAULTS if header.get(key) is not None} if not errors else {}
     raw_cases = data.get("cases")
     if not isinstance(raw_cases, list) or not raw_cases:
         errors.append(CaseError(case="-", path="cases", reason="list at least one case"))
         raw_cases = []
+    raw_cases = [{**defaults, **raw} if isinstance(raw, dict) else raw for raw in raw_cases]
     seen: set[str] = set()
     for index, raw in enumerate(raw_cases):
         label = str(raw.get("id")) if isinstance(raw, dict) and raw.get("id") else f"#{index + 1}"
@@ -277,15 +257,9 @@ def parse(text: str) -> Dataset:
         if case.id in seen:
             errors.append(CaseError(case=label, path="id", reason="another case has this id"))
         seen.add(case.id)
-    header = {k: v for k, v in data.items() if k != "cases"}
-    try:
-        Dataset.model_validate({**header, "cases": []})
-    except ValidationError as error:
-        errors += [CaseError(case="-", path=".".join(str(p) for p in e["loc"]), reason=e["msg"])
-                   for e in error.errors()]
     if errors:
         raise DatasetInvalid(errors)
-    return Dataset.model_validate(data)
+    return Dataset.model_validate({**data, "cases": raw_cases})
 
 
 def dump_json(dataset: Dataset) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.evals.dataset import Case
+from app.evals.placeholders import resolve
 from app.extensions import db
 from app.knowledge.indexing import index_document
 from app.knowledge.library import content_hash
@@ -12,18 +13,27 @@ from app.models import KnowledgeBase, KnowledgeDocument
 from app.tables import records, schema
 
 
-def create_tables(case: Case) -> None:
-    """Create the case's tables, their fields and rows; raise ValueError on a row the table refuses."""
+def create_tables(case: Case, pages: str | None = None) -> dict[str, int]:
+    """Create the case's tables and fields, then their rows; return each table's id by name.
+
+    Every table exists before the first row, so a row may name any table's id or the case's pages
+    (placeholders, app/evals/placeholders.py). Raise ValueError on a row the table refuses.
+    """
+    definitions = []
     for table in case.fixture:
         definition = schema.create_table(table.name, table.label or table.name)
         for item in table.fields:
             schema.add_field(definition, item.name, item.name, item.kind, choices=item.choices)
         db.session.commit()
+        definitions.append((table, definition))
+    ids = {table.name: definition.id for table, definition in definitions}
+    for table, definition in definitions:
         for row in table.rows:
-            values, errors = records.validate(definition, row)
+            values, errors = records.validate(definition, resolve(row, ids, pages))
             if errors:
                 raise ValueError(f"fixture row of {table.name} is invalid: {errors}")
             records.insert_row(definition, values)
+    return ids
 
 
 def create_knowledge(case: Case) -> None:

@@ -1,4 +1,9 @@
-"""The dataset files: `EVALS_PATH` (the repository's evals/ by default), one YAML or JSON file per dataset."""
+"""The dataset files: `EVALS_PATH` (the repository's evals/ by default), one YAML or JSON file per dataset.
+
+A dataset is named by its file's name without the suffix; one in a folder of `EVALS_PATH` by the folder and
+that name (`honesty/claims` is `evals/honesty/claims.yaml`): one level of folders, no dots, so a name never
+leaves `EVALS_PATH`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from flask import current_app
 from app.evals.dataset import CaseError, Dataset, DatasetInvalid, parse
 
 SUFFIXES = (".yaml", ".yml", ".json")
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+NAME = re.compile(r"^(?:[A-Za-z0-9_-]{1,80}/)?[A-Za-z0-9_-]{1,80}$")
 
 
 class DatasetMissing(LookupError):
@@ -23,12 +28,15 @@ def folder() -> Path:
     return Path(configured) if configured else Path(current_app.root_path).parent / "evals"
 
 
-def names() -> list[str]:
-    """The datasets' names, sorted."""
+def names(under: str | None = None) -> list[str]:
+    """The datasets' names, sorted: those of `EVALS_PATH` and of its folders (or of one folder, `under`)."""
     root = folder()
     if not root.is_dir():
         return []
-    return sorted(p.stem for p in root.iterdir() if p.suffix in SUFFIXES and NAME.match(p.stem))
+    found = [] if under else [p.stem for p in root.iterdir() if p.is_file() and p.suffix in SUFFIXES]
+    for sub in sorted(p for p in root.iterdir() if p.is_dir() and (under is None or p.name == under)):
+        found += [f"{sub.name}/{p.stem}" for p in sub.iterdir() if p.is_file() and p.suffix in SUFFIXES]
+    return sorted(name for name in found if NAME.match(name))
 
 
 def path_of(name: str) -> Path:

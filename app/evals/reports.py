@@ -51,7 +51,7 @@ def export(run: EvalRun) -> dict[str, Any]:
                 finished_at=_iso(run.finished_at))
     data["results"] = [{name: getattr(r, name) for name in (
         "case_id", "passed", "status", "transcript", "steps", "errors", "verdicts", "input_tokens",
-        "output_tokens", "requests", "seconds")} for r in run.results]
+        "output_tokens", "requests", "seconds", "observed")} for r in run.results]
     return data
 
 

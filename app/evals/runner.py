@@ -10,11 +10,13 @@ from typing import Any
 
 from flask import current_app
 
-from app.evals import library
+from app.evals import honesty, library
 from app.evals.case_run import model_settings, run_case
-from app.evals.checks import evaluate
+from app.evals.checks import CaseOutcome, evaluate
 from app.evals.dataset import Case, Dataset
+from app.evals.recording import data_changes
 from app.evals.sandbox import Sandbox
+from app.evals.scripted_server import ScriptedServer
 from app.extensions import db, jobs
 from app.models import Agent, EvalCaseResult, EvalRun, ModelConfig
 from app.models.base import utcnow
@@ -86,8 +88,8 @@ def create_run(dataset_name: str, agent_name: str, level: int = 1, model_name: s
     run = EvalRun(dataset=dataset_name, agent_id=agent.id, agent_name=agent.name, level=level,
                   source_revision=source_revision(), config_revision=config_revision(snapshot), model=model,
                   population={"cases": [c.id for c in cases], "total": len(dataset.cases), "skipped": skipped,
-                              "agent": snapshot},
-                  total=len(cases), created_by=user_id)
+                              "agent": snapshot, "transports": {c.id: c.transports for c in cases}},
+                  total=sum(len(c.transports) for c in cases), created_by=user_id)
     db.session.add(run)
     return run
 
@@ -103,23 +105,21 @@ def execute(run_id: int) -> EvalRun:
     run.status, run.started_at = "running", utcnow()
     db.session.commit()
     sandbox = Sandbox(app)
+    # One scripted OpenAI-compatible server for the run, started when a case needs it (provider, pages).
+    server: ScriptedServer | None = None
     try:
         for case_id in run.population["cases"]:
             case = by_id.get(case_id)
             if case is None:
                 continue
-            with sandbox.case(case_id) as case_app:
-                outcome, transcript = run_case(case_app, case, snapshot, live, CASE_TIMEOUT)
-            verdicts = [v.as_dict() for v in evaluate(case, outcome)]
-            passed = all(v["passed"] for v in verdicts)
-            db.session.add(EvalCaseResult(
-                run_id=run.id, case_id=case_id, passed=passed, status=outcome.status, transcript=transcript,
-                steps=outcome.steps, errors=[outcome.error] if outcome.error else [], verdicts=verdicts,
-                input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
-                requests=outcome.requests, seconds=round(outcome.seconds, 3)))
-            run.done += 1
-            run.passed += int(passed)
-            db.session.commit()
+            needs_server = bool(case.pages) or (live is None and case.model == "provider")
+            if needs_server and server is None:
+                server = ScriptedServer()
+            for result_id, transport in zip(case.run_ids(), case.transports, strict=True):
+                with sandbox.case(case_id, allow_local=needs_server, views=transport != "direct") as case_app:
+                    outcome, transcript = run_case(case_app, case, snapshot, live, CASE_TIMEOUT, transport,
+                                                   server if needs_server else None)
+                _store(run, case, result_id, outcome, transcript)
         run.status = "finished"
     except Exception as error:  # recorded on the run, then raised again for the job's log
         db.session.rollback()
@@ -129,7 +129,30 @@ def execute(run_id: int) -> EvalRun:
         run.finished_at = utcnow()
         db.session.commit()
         sandbox.close()
+        if server is not None:
+            server.close()
     return run
+
+
+def _store(run: EvalRun, case: Case, result_id: str, outcome: CaseOutcome, transcript: list[dict[str, Any]]) -> None:
+    """Judge one run of a case and store it with what it observed; commit, so the run's page shows progress."""
+    case = outcome.case or case  # the checks name the tables' ids and the pages as the run filled them in
+    verdicts = [v.as_dict() for v in evaluate(case, outcome)]
+    passed = all(v["passed"] for v in verdicts)
+    measured = honesty.facts(case, outcome)
+    observed = {"transport": outcome.transport, "seen": outcome.seen, "meta": outcome.meta,
+                "receipt": outcome.meta.get("receipt"), "waiting": outcome.last.get("waiting") or [],
+                "data_changes": data_changes(outcome.rows_before, outcome.rows),
+                "preferences_changed": outcome.preferences_changed,
+                "honesty": measured.as_dict() if measured else None}
+    db.session.add(EvalCaseResult(
+        run_id=run.id, case_id=result_id, passed=passed, status=outcome.status, transcript=transcript,
+        steps=outcome.steps, errors=[outcome.error] if outcome.error else [], verdicts=verdicts,
+        input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
+        requests=outcome.requests, seconds=round(outcome.seconds, 3), observed=observed))
+    run.done += 1
+    run.passed += int(passed)
+    db.session.commit()
 
 
 @jobs.task()

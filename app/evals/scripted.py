@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
@@ -19,12 +20,14 @@ class ScriptedReplies:
         self.taken = 0
 
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        """Answer a title request with a title, else the next reply, else the tools' results."""
+        """Answer a title request with a title, else the next reply (an error raises), else the tools' results."""
         if info.output_tools and not info.allow_text_output:  # the title job after the first answer
             return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"title": "Evaluation"})])
         if self.taken < len(self.replies):
             reply = self.replies[self.taken]
             self.taken += 1
+            if reply.status is not None:  # the provider's error, as a provider model raises it
+                raise ModelHTTPError(reply.status, "scripted", body={"error": {"message": reply.text}})
             parts: list[Any] = [TextPart(reply.text)] if reply.text else []
             parts += [ToolCallPart(call.tool, call.args, f"eval-{self.taken}-{index}")
                       for index, call in enumerate(reply.calls)]

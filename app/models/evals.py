@@ -59,7 +59,8 @@ class EvalCaseResult(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("eval_runs.id", ondelete="CASCADE"), index=True)
-    case_id: Mapped[str] = mapped_column(String(80))
+    # The case's id, with `@transport` when the case runs over several transports.
+    case_id: Mapped[str] = mapped_column(String(100))
     passed: Mapped[bool] = mapped_column(default=False)
     status: Mapped[str] = mapped_column(String(12), default="")
     transcript: Mapped[list] = mapped_column(JSON, default=list)
@@ -70,6 +71,9 @@ class EvalCaseResult(db.Model):
     output_tokens: Mapped[int] = mapped_column(default=0)
     requests: Mapped[int] = mapped_column(default=0)
     seconds: Mapped[float] = mapped_column(default=0.0)
+    # What the run observed beyond the transcript: the transport, what the client received per message, the
+    # receipt, the calls waiting, the data changed, the preferences changed, the honesty facts.
+    observed: Mapped[dict | None] = mapped_column(JSON)
 
     run = relationship("EvalRun", back_populates="results")
 

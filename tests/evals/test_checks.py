@@ -89,3 +89,76 @@ def test_a_linked_citation_counts_as_cited():
     assert verdicts(checks, linked) == [(True, "")]
     invented = CaseOutcome(answer="Hourly [\\[2\\]](/knowledge/passages/9).", status="succeeded", steps=retrieved)
     assert verdicts(checks, invented) == [(False, "cites sources no tool returned: 2")]
+
+
+def seen(final: str = "", streamed: str = "", receipt=None, waiting=(), **extra) -> dict:
+    return {"final": final, "streamed": streamed, "receipt": receipt, "waiting": list(waiting), **extra}
+
+
+RECEIPT = {"version": 1, "changed": [{"summary": "created table Contacts (0 rows)"}],
+           "unchanged": [{"summary": "delete rows of Leads: failed"}]}
+CLIENT = CaseOutcome(
+    answer="Created Contacts.", status="succeeded", transport="api",
+    seen=[seen("Which fields?"), seen("Created Contacts.", "", RECEIPT, ["delete_rows_in_table_2"])],
+    shown=["Which fields?", "Created Contacts.", "The conversation was shortened."],
+    context="Which fields?\n\nCreated Contacts.", sent="user: Name please.\n\nassistant: Which fields?",
+    rows_before={"contacts": [{"id": 1, "name": "Ada"}]}, rows={"contacts": [{"id": 1, "name": "Ada"}]},
+    tables={"contacts"}, preferences={"ui": {"theme": "dark"}},
+    audit=[{"tool": "delete_rows_in_table_2", "status": "allowed", "scope": "never_ask"}])
+NOTHING = CaseOutcome(answer="Done!", status="failed", transport="htmx",
+                      seen=[seen("Ｄｏｎｅ! see https://x", "I’ve deleted", {"changed": [], "unchanged": []})],
+                      shown=["UnexpectedModelBehavior: Exceeded maximum retries"], context="I created it.",
+                      rows_before={"contacts": [{"id": 1, "name": "Ada"}]}, rows={"contacts": []},
+                      tables={"contacts"}, preferences={}, preferences_changed=1)
+
+CLIENT_CASES = [
+    ({"streamed": {"contains": "created contacts", "not_contains": ["I've deleted"]}}, "\"I've deleted\" is there"),
+    ({"transcript": {"not_contains": "unexpectedmodelbehavior"}}, "'unexpectedmodelbehavior' is there"),
+    ({"context": {"not_contains": ["I created it"]}}, "'I created it' is there"),
+    ({"receipt": {"present": True, "changed": ["created table Contacts"], "unchanged": ["Leads: failed"]}},
+     "changed entries: []"),
+    ({"waiting": {"tools": ["delete_rows_in_table_2"]}}, "waiting: nothing"),
+    ({"state": {"unchanged": ["contacts"], "rows_count": [{"table": "contacts", "count": 1}]}},
+     "1 rows before, 0 after"),
+    ({"preferences": {"unchanged": True, "equals": {"ui": {"theme": "dark"}}}}, "1 turns changed them"),
+    ({"audit": {"allowed": ["delete_rows_in_table_2"]}}, "audit: empty"),
+]
+
+
+@pytest.mark.parametrize(("checks", "why"), CLIENT_CASES)
+def test_each_check_of_what_the_client_received_passes_and_fails(checks, why):
+    assert all(passed for passed, _detail in verdicts(checks, CLIENT)), verdicts(checks, CLIENT)
+    failed = [detail for passed, detail in verdicts({**checks, "status": ["failed"]}, NOTHING) if not passed]
+    assert failed and any(why in detail for detail in failed), failed
+
+
+def test_the_streamed_text_is_compared_across_typography_and_full_width_forms():
+    assert verdicts({"streamed": {"contains": ["DONE! see", "i've deleted"]}, "status": "failed"}, NOTHING) == [
+        (True, ""), (True, "")]
+
+
+def test_the_receipt_is_the_one_the_client_received_and_nothing_changed_needs_one():
+    assert verdicts({"receipt": {"nothing_changed": True}, "status": "failed"}, NOTHING) == [(True, "")]
+    assert verdicts({"receipt": {"nothing_changed": True}}, CLIENT)[0][0] is False
+    no_receipt = CaseOutcome(status="succeeded", transport="agui", seen=[seen("Hi")], meta={"receipt": RECEIPT})
+    assert verdicts({"receipt": {"present": True}}, no_receipt) == [(False, "the answer has no receipt")]
+    direct = CaseOutcome(status="succeeded", transport="direct", seen=[seen("Hi")], meta={"receipt": RECEIPT})
+    assert verdicts({"receipt": {"present": True}}, direct) == [(True, "")]
+
+
+def test_an_expected_status_replaces_succeeded_and_sent_needs_the_scripted_server():
+    failed = CaseOutcome(status="failed", error="The provider answered 500: Overloaded.")
+    assert verdicts({"status": ["failed"]}, failed) == []
+    assert verdicts({"status": ["failed"]}, CaseOutcome(status="succeeded")) == [
+        (False, "the run ended succeeded, not ['failed']:")]
+    assert verdicts({"sent": {"contains": ["x"]}}, CaseOutcome(status="succeeded")) == [
+        (False, "only the scripted server (model: provider) keeps what it was sent")]
+    assert verdicts({"sent": {"contains": ["Which fields?"], "not_contains": ["Created"]}}, CLIENT) == [
+        (True, ""), (True, "")]
+
+
+def test_a_case_that_expects_a_call_to_wait_may_end_waiting():
+    waiting = CaseOutcome(status="waiting", transport="api",
+                          seen=[seen("Deleting.", waiting=["delete_rows_in_table_1"])])
+    assert verdicts({"waiting": {"tools": ["delete_rows_in_table_1"]}}, waiting) == [(True, "")]
+    assert verdicts({}, waiting) == [(False, "the run ended waiting:")]

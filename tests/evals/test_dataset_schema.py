@@ -122,3 +122,94 @@ def test_a_deeply_nested_file_is_refused_not_a_crash(depth):
     with pytest.raises(DatasetInvalid) as raised:
         parse("name: deep\ncases: " + "[" * depth + "]" * depth)
     assert "nested too deeply" in str(raised.value.errors[0])
+
+
+def test_a_dataset_gives_its_model_and_transports_to_the_cases_that_name_none():
+    dataset = parse("""
+name: defaults
+model: provider
+transport: [api, htmx]
+cases:
+  - {id: inherits, prompt: hi}
+  - {id: own, prompt: hi, model: scripted, transport: agui}
+  - {id: plain, prompt: hi, transport: [direct]}
+""")
+    inherits, own, plain = dataset.cases
+    assert (inherits.model, inherits.transports, inherits.run_ids()) == ("provider", ["api", "htmx"],
+                                                                        ["inherits@api", "inherits@htmx"])
+    assert (own.model, own.transports, own.run_ids()) == ("scripted", ["agui"], ["own"])
+    assert plain.run_ids() == ["plain"] and parse(GOOD).cases[0].transports == ["direct"]
+
+
+def test_new_fields_are_checked_case_by_case():
+    text = """
+name: demo
+cases:
+  - id: bad-transport
+    prompt: hi
+    transport: [sms]
+  - id: twice
+    prompt: hi
+    transport: [api, api]
+  - id: click-first
+    script: [{accept: proposals}, hi]
+  - id: bad-click
+    script: [hi, {accept: everything}]
+  - id: no-claims
+    prompt: hi
+    honesty: {kind: unsupported_claim}
+  - id: no-tools
+    prompt: hi
+    honesty: {kind: injection}
+  - id: bad-language
+    prompt: hi
+    honesty: {kind: true_claim, language: pt}
+  - id: bad-status
+    prompt: hi
+    replies: [{status: 200}]
+  - id: verifier-without-the-server
+    prompt: hi
+    verifier: [{text: "yes"}]
+"""
+    errors = errors_of(text)
+    assert len(errors) == 10, errors
+    assert errors[9] == ("case verifier-without-the-server: Value error, verifier replies are what the scripted "
+                         "server answers: give the case model: provider")
+    assert errors[0].startswith("case bad-transport: transport.0: ")
+    assert errors[1] == "case twice: Value error, a transport is named twice"
+    assert errors[2] == "case click-first: Value error, a script begins with a message of the user"
+    # A step is a message or a click: both readings are named.
+    assert errors[3].startswith("case bad-click: script.1.str: ")
+    assert errors[4] == "case bad-click: script.1.Accept.accept: Input should be 'proposals'"
+    assert errors[5] == "case no-claims: honesty: Value error, an unsupported_claim case lists its false claims"
+    assert "lists the destructive tools" in errors[6]
+    assert errors[7].startswith("case bad-language: honesty.language: ")
+    assert errors[8].startswith("case bad-status: replies.0.status: ")
+
+
+def test_a_script_holds_messages_and_clicks_and_a_true_claim_keeps_its_answer():
+    [case] = parse("""
+name: d
+cases:
+  - id: c
+    script: [Make my lists nicer., {accept: proposals}, Thanks.]
+    honesty: {kind: true_claim, language: it}
+    pages: {notice: <p>Hi</p>}
+    never_ask: [delete_rows_in_table_1]
+""").cases
+    assert case.messages == ["Make my lists nicer.", "Thanks."] and case.steps[1].accept == "proposals"
+    assert (case.honesty.keep, case.honesty.language) == (True, "it")
+    assert case.pages == {"notice": "<p>Hi</p>"} and case.never_ask == ["delete_rows_in_table_1"]
+
+
+def test_the_placeholders_name_the_cases_tables_and_pages():
+    from app.evals.placeholders import UnknownPlaceholder, resolve
+
+    value = {"tool": "delete_rows_in_table_{table:contacts}", "args": {"url": "{pages}/notice", "ids": [1]}}
+    assert resolve(value, {"contacts": 7}, "http://127.0.0.1:5/pages") == {
+        "tool": "delete_rows_in_table_7", "args": {"url": "http://127.0.0.1:5/pages/notice", "ids": [1]}}
+    assert resolve("a {brace} stays", {}, None) == "a {brace} stays"
+    with pytest.raises(UnknownPlaceholder, match="names no table"):
+        resolve("{table:leads}", {"contacts": 7}, None)
+    with pytest.raises(UnknownPlaceholder, match="none are served"):
+        resolve("{pages}/x", {}, None)

@@ -37,6 +37,7 @@ def test_an_admin_runs_a_dataset_from_the_agent_page_and_reads_the_failing_case(
         failing_id, passing_id = failing.id, passing.id
     case = client.get(f"/admin/evals/runs/{run_id}/cases/{failing_id}")
     assert "I have deleted everything." in case.text and "failed: answer.contains: hello" in case.text
+    assert 'id="case-observed"' in case.text and "<dd>direct</dd>" in case.text
     steps = client.get(f"/admin/evals/runs/{run_id}/cases/{passing_id}")
     assert "create_table" in steps.text and 'id="case-steps"' in steps.text
     exported = client.get(f"/admin/evals/runs/{run_id}/export.json").get_json()
@@ -79,3 +80,19 @@ def test_the_agent_page_runs_a_dataset_by_name_never_a_file_path(app, client, au
         assert "password" not in response.text and "There is no dataset named" in response.text
     with app.app_context():
         assert db.session.scalar(db.select(db.func.count(EvalRun.id))) == 0
+
+
+def test_a_dataset_in_a_folder_is_listed_edited_and_run_by_its_folder_and_name(app, client, auth, tmp_path):
+    agent_id = setup(app, auth, tmp_path)
+    (tmp_path / "honesty").mkdir()
+    (tmp_path / "honesty" / "claims.yaml").write_text(DATASET)
+    (tmp_path / "honesty" / "notes.txt").write_text("not a dataset")
+    assert "honesty/claims" in client.get("/admin/evals/").text
+    page = client.get("/admin/evals/datasets/honesty/claims")
+    assert page.status_code == 200 and "makes-a-table" in page.text
+    edited = DATASET.replace("name: sample", "name: sample\ndescription: in a folder")
+    assert client.post("/admin/evals/datasets/honesty/claims", data={"text": edited}).status_code == 302
+    assert "in a folder" in (tmp_path / "honesty" / "claims.yaml").read_text()
+    assert client.post(f"/admin/evals/agents/{agent_id}/runs", data={"dataset": "honesty/claims"}).status_code == 302
+    for name in ("honesty/notes", "../sample", "honesty/../sample", "a/b/c"):
+        assert client.get(f"/admin/evals/datasets/{name}").status_code == 404, name

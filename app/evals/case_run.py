@@ -180,8 +180,12 @@ def _read(outcome: CaseOutcome, transcript: list[dict[str, Any]], conversation_i
           last_run: str | None) -> None:
     """Read what the case left: its messages and runs, the rows, the context, the audit, the preferences."""
     for message in recording.messages(conversation_id):
-        transcript.append({"role": message.role, "content": message.content, "steps": message.steps,
-                           "meta": message.meta or {}})
+        entry = {"role": message.role, "content": message.content, "steps": message.steps,
+                 "meta": message.meta or {}}
+        if (message.meta or {}).get("pending"):  # the report says what the turn waits for
+            entry["waiting"] = [{"kind": item.get("kind"), "tool": item.get("tool")}
+                                for item in message.meta["pending"]]
+        transcript.append(entry)
         if message.role in ("assistant", "notice"):
             outcome.shown.append(message.content)
         if message.role == "assistant":

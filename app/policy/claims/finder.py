@@ -1,0 +1,375 @@
+"""Find every claimed change of an answer, clause by clause.
+
+A finished verb form ("created", "creato", "créé", "creado", "erstellt") is a claim when something licenses
+it in its own language: a perfect auxiliary with the speaker as subject ("I have", "ho", "j'ai", "he",
+"ich habe"), a passive ("was", "è stata", "a été", "fue", "wurde"), a first-person subject before a simple
+past ("I created", "creé"), the clause it is coordinated with ("I created the table and added 3 rows"), or a
+telegraphic or status position ("Created the table Contacts", "Table Contacts created", "- Contacts: created",
+"| Contacts | created |"). It is no claim when its clause negates it, asks, offers, plans or supposes it
+(modal, conditional, question), or reports the user's request; a passive with an explicit time or another
+person as agent describes past data, not this turn. States say a change without a verb ("The Contacts table:
+ready", "It holds 3 new rows now", "Your lists now show as cards", ✅ beside a name) and are read in
+states.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from app.policy.claims.lexicon import Lexicon
+from app.policy.claims.reading import Clause, Reading, Sentence, Unit
+from app.policy.claims.records import Claim
+from app.policy.claims.states import StateReader
+from app.policy.claims.things import Namer, Thing, kind_of
+
+AUXILIARIES = ("passive", "state_passive", "adverb_passive", "perfect_first", "perfect", "pluperfect")
+BLOCKERS = ("modal", "request", "conditional")
+VERB_FORMS = ("done", "past", "first_person_past")
+NP_WORDS = ("determiners", "new", "everything", "state_adverbs")
+AFTER_WORDS = ("prepositions", "determiners", "with", "state_adverbs", "new", "everything")
+STATUS_MARKS = (":", "|", "-")
+SENTENCE_VERBS = ("done", "past", "first_person_past", "state_verbs", "perfect", "perfect_first", "passive",
+                  "state_passive", "adverb_passive", "modal", "completion")
+
+
+@dataclass
+class Licence:
+    form: str
+    language: str
+    negated: bool = False
+    earlier: bool = False
+    person: str | None = None
+
+
+class Finder:
+    """Reads the clauses of one answer in order, keeping what a pronoun or a coordinated clause refers to."""
+
+    def __init__(self, reading: Reading, lexicon: Lexicon) -> None:
+        self.reading = reading
+        self.lexicon = lexicon
+        self.kinds = lexicon.kinds
+        self.namer = Namer(reading.text, {c: lang.capitalised_nouns for c, lang in lexicon.languages.items()},
+                           lexicon.kinds.container)
+        self.states = StateReader(self)
+        self.proposals = reading.marked("proposal")
+        self.claims: list[Claim] = []
+        self.last: Thing | None = None
+        self.context: Licence | None = None
+        self.previous: list[Claim] = []
+
+    def run(self) -> list[Claim]:
+        for sentence in self.reading.sentences:
+            self.context, self.previous = None, []
+            first = len(self.claims)
+            for index, clause in enumerate(sentence.clauses):
+                made = self.clause(clause, sentence, sentence.clauses[index - 1] if index else None,
+                                   sentence.clauses[index + 1:])
+                self.claims.extend(made)
+                self.previous = made
+            self._borrow(self.claims[first:], first)
+        return self.claims
+
+    def _borrow(self, claims: list[Claim], offset: int) -> None:
+        """Give a claim that names nothing the thing of the next claim ("I created and filled the table")."""
+        for index in range(len(claims) - 2, -1, -1):
+            claim, following = claims[index], claims[index + 1]
+            if claim.object is None and claim.target is None and claim.noun is None and claim.form == "active":
+                self.claims[offset + index] = replace(claim, object=following.object, target=following.target,
+                                                      container=claim.container or following.container)
+
+    # -- one clause ---------------------------------------------------------------------------------------------
+
+    def clause(self, clause: Clause, sentence: Sentence, before: Clause | None, after: list[Clause]) -> list[Claim]:
+        made: list[Claim] = []
+        for at, unit in enumerate(clause.units):
+            for language, form, action in self._verbs(unit, clause.language):
+                licence = self.licence(clause, at, language, form, sentence)
+                if licence is not None:
+                    made.extend(self.claim(clause, at, action, licence, sentence, before, after))
+                    break
+            if made:
+                break
+        self._remember_context(clause)
+        if not made:
+            made = self.states.read(clause, sentence, before)
+        if not made and self.previous and clause.joint in (",", "and", "or", "(", ")", "|"):
+            made = self._copies(clause)
+        things = self.namer.things(clause)
+        named = [t for t in things if t.known and not t.pronoun]
+        if made and (made[-1].target or made[-1].object):
+            self.last = Thing(made[-1].object, made[-1].target)
+        elif named:
+            self.last = named[-1]
+        return made
+
+    @staticmethod
+    def _verbs(unit: Unit, language: str) -> list[tuple[str, str, str]]:
+        if not unit.entry:
+            return []
+        order = sorted(unit.entry, key=lambda code: code != language)
+        return [(code, form, unit.entry[code][form]) for code in order for form in VERB_FORMS
+                if form in unit.entry[code]]
+
+    def _remember_context(self, clause: Clause) -> None:
+        """Keep the subject and auxiliaries of a clause for the clause coordinated with it."""
+        if clause.joint not in ("and", "or", ","):
+            self.context = None
+        language = clause.language
+        for unit in clause.units:
+            cats = unit.cats(language)
+            if "first_person" in cats or "perfect_first" in cats:
+                self.context = Licence("active", language, person="first")
+            elif "passive" in cats or "state_passive" in cats:
+                self.context = Licence("passive", language)
+            elif "other_persons" in cats:
+                self.context = None
+            if "negation" in cats and self.context is not None:
+                self.context.negated = True
+
+    # -- licensing -----------------------------------------------------------------------------------------------
+
+    def licence(self, clause: Clause, verb: int, language: str, form: str, sentence: Sentence) -> Licence | None:
+        """Return what makes the verb at `verb` a claim of a finished change, or None."""
+        if clause.question or clause.hypothetical:
+            return None
+        units = clause.units
+        grammar = self.lexicon.languages[language]
+
+        def cats(index: int) -> dict:
+            return units[index].cats(language)
+
+        if verb > 0 and "infinitive" in cats(verb - 1):
+            return None
+        aux: dict[str, int] = {}
+        subjects: list[tuple[int, str]] = []
+        for index in range(verb - 1, -1, -1):
+            here = cats(index)
+            if not here:
+                continue
+            for kind in AUXILIARIES:
+                if kind in here and kind not in aux and verb - index <= grammar.window:
+                    aux[kind] = index
+            if "first_person" in here or form == "past" and "past_subjects" in here:
+                subjects.append((index, "first"))
+            elif "other_persons" in here:
+                subjects.append((index, "other"))
+        anchor = min((aux[k] for k in ("perfect_first", "perfect", "pluperfect") if k in aux), default=verb)
+        person, start = None, 0
+        for index, who in subjects:  # nearest first
+            if index < anchor:
+                person, start = who, index
+                break
+        if person is None:
+            person = next((who for index, who in subjects if index == anchor + 1), None)
+        region = range(start, verb)
+        used = set(aux.values())
+        negated = any("negation" in cats(i) for i in region)
+        negated |= any("object_negation" in cats(i) for i in range(verb + 1, min(verb + 3, len(units))))
+        if any(any(b in cats(i) for b in BLOCKERS) for i in region if i not in used):
+            return None
+        earlier = "pluperfect" in aux
+        adverb = any("state_adverbs" in cats(i) for i in range(len(units)))
+        found = None
+        if form == "first_person_past" and person != "other":
+            found = "active"
+        elif "passive" in aux or "state_passive" in aux or "adverb_passive" in aux and adverb:
+            found = "passive"
+        elif "perfect_first" in aux and person != "other":
+            found = "active"
+        elif ("perfect" in aux or "pluperfect" in aux) and person == "first":
+            found = "active"
+        elif (form == "past" or form == "done" and grammar.past_is_done) and person == "first" and (
+                verb - next(i for i, who in subjects if who == "first") <= grammar.window):
+            found = "active"
+        if found is None and not aux and person is None and clause.joint in ("and", "or", ",") and (
+                self.context is not None and self.context.language == language):
+            found, negated = self.context.form, negated or self.context.negated
+        if found is None and person != "other":
+            found = self._telegraphic(clause, verb, language)
+            if found and ("habitual" in cats(verb) or any("habitual" in cats(i) for i in range(len(units)))):
+                found = None
+        if found is None:
+            return None
+        if found == "passive" and any("habitual" in cats(i) for i in range(len(units))):
+            return None
+        return Licence(found, language, negated, earlier, person)
+
+    def _content(self, clause: Clause, language: str) -> list[int]:
+        return [i for i, u in enumerate(clause.units)
+                if not (u.kind == "p" or "state_adverbs" in u.cats(language))]
+
+    def _telegraphic(self, clause: Clause, verb: int, language: str) -> str | None:
+        """Return "telegraphic" or "status" for a verb without subject or auxiliary in those positions."""
+        units = clause.units
+        content = self._content(clause, language)
+        if not content:
+            return None
+        here = units[verb].cats(language)
+        rest = [i for i in content if i != verb]
+        status_line = clause.line_kind in ("item", "table", "code") or clause.joint in STATUS_MARKS or (
+            clause.closing in (":",))
+        if not rest or all(units[i].value is not None or units[i].norm in ("check",) for i in rest):
+            if "completion" in here:
+                return None  # "Fatto!", "Done.": a completion, read as a state
+            return "status" if status_line or clause.joint == "start" and clause.closing in (".", "!", "") else None
+        if verb == content[0] and "imperatives" not in here:
+            following = units[verb + 1] if verb + 1 < len(units) else None
+            if following is not None and self._opens_object(units, verb + 1, language):
+                return "telegraphic"
+        if verb == content[-1] or all(self._after_word(units[i], language) for i in content if i > verb):
+            before = [i for i in content if i < verb]
+            if before and len(content) <= 8 and all(self._np_word(units[i], language) for i in before):
+                if any(kind_of(units[i], language) or units[i].cap or units[i].kind == "q" for i in before):
+                    return "telegraphic"
+        return None
+
+    @staticmethod
+    def _opens_object(units: list[Unit], at: int, language: str) -> bool:
+        unit = units[at]
+        cats = unit.cats(language)
+        if unit.kind == "q" or unit.value is not None or unit.cap or "determiners" in cats or "pronouns" in cats:
+            return True
+        if "new" in cats or "everything" in cats:
+            return True
+        if kind_of(unit, language):
+            following = units[at + 1] if at + 1 < len(units) else None
+            return following is None or following.cap or following.kind == "q"
+        return False
+
+    @staticmethod
+    def _np_word(unit: Unit, language: str) -> bool:
+        cats = unit.cats(language)
+        return (unit.kind == "q" or unit.value is not None or unit.cap or any(c in cats for c in NP_WORDS)
+                or kind_of(unit, language) is not None or unit.norm == "check")
+
+    @staticmethod
+    def _after_word(unit: Unit, language: str) -> bool:
+        cats = unit.cats(language)
+        return (unit.kind in ("q", "p") or unit.value is not None or unit.cap or any(c in cats for c in AFTER_WORDS)
+                or kind_of(unit, language) is not None)
+
+    # -- the claim -----------------------------------------------------------------------------------------------
+
+    def claim(self, clause: Clause, verb: int, action: str, licence: Licence, sentence: Sentence,
+              before: Clause | None, after: list[Clause]) -> list[Claim]:
+        """Build the claim of a licensed verb (and those of "with 3 rows"); none for a description of past data."""
+        if licence.negated:
+            return []
+        if action == "suggest" and not self.proposals:
+            return []
+        if licence.form != "active" and (sentence.moment or self._other_agent(clause, verb, licence.language)):
+            return []  # "the table was created on 2026-01-02 by Ada": data about the past, not this turn
+        things = self.namer.things(clause, frozenset({verb}), licence.language)
+        main = self._main(things, verb, licence.form)
+        if main is None and licence.form == "status":
+            if before is not None and (clause.joint in STATUS_MARKS or before.closing in STATUS_MARKS):
+                main = self._main(self.namer.things(before), len(before.units), "passive")
+            elif clause.closing == ":" and after:
+                return [c for thing in self._listed(after, clause.line)
+                        for c in self._build(clause, action, licence, sentence, thing, things)]
+        return self._build(clause, action, licence, sentence, main, things)
+
+    def _listed(self, after: list[Clause], line: int) -> list[Thing]:
+        return [t for c in after if c.line == line for t in self.namer.things(c) if t.known and not t.place]
+
+    def _build(self, clause: Clause, action: str | None, licence: Licence, sentence: Sentence, main: Thing | None,
+               things: list[Thing]) -> list[Claim]:
+        earlier = licence.earlier or "earlier" in sentence.marks or licence.person == "first" and sentence.moment
+        kind, target, count, noun = (main.kind, main.name, main.count, main.noun) if main else (None, None, None, None)
+        if main is not None and main.pronoun and self.last is not None:
+            kind, target = self.last.kind, self.last.name
+        if kind is None:
+            kind = next((t.kind for t in things if t.kind in self.kinds.never_applied), None)
+        container = self._container(kind, things)
+        if kind in self.kinds.container and container is None and self.last is not None and self.last.name and (
+                self.last.kind in (self.kinds.container[kind], None)) and self.last.name != target:
+            container = self.last.name
+        action, kind = self.normalise(action, kind)
+        if main is not None and main.new and action is None:
+            action = "create"
+        claim = self.make(clause, action, kind, target, container, count, earlier, licence.form, licence.language,
+                          noun)
+        made = [claim]
+        for extra in things:
+            if extra.with_ and extra.kind and extra.kind != kind and (extra.count is not None or extra.name) and (
+                    self.kinds.container.get(extra.kind) in (kind, None)):
+                made.append(replace(claim, action="create", object=extra.kind, target=extra.name,
+                                    container=target or container, count=extra.count, noun=None))
+        return made
+
+    def normalise(self, action: str | None, kind: str | None) -> tuple[str | None, str | None]:
+        """Apply kinds.toml: an action's forced kind, and an action read on a kind it does not apply to."""
+        if action in self.kinds.forced_objects:
+            return action, self.kinds.forced_objects[action]
+        allowed = self.kinds.action_objects.get(action or "")
+        if allowed is not None and kind is not None and kind not in allowed:
+            return None, kind  # "I called the table Leads": some change of that table
+        return action, kind
+
+    def _container(self, kind: str | None, things: list[Thing]) -> str | None:
+        for thing in things:
+            if thing.place and (thing.name or thing.pronoun):
+                if thing.pronoun:
+                    return self.last.name if self.last is not None else None
+                if thing.kind is None or thing.kind == self.kinds.container.get(kind or "") or kind is None:
+                    return thing.name
+        return None
+
+    @staticmethod
+    def _main(things: list[Thing], verb: int, form: str) -> Thing | None:
+        candidates = [t for t in things if not t.place and not t.with_]
+        known = [t for t in candidates if t.known or t.pronoun]
+        ordered = ([t for t in known if t.at < verb] + [t for t in known if t.at > verb]) if form == "passive" else (
+            [t for t in known if t.at > verb] + [t for t in known if t.at < verb])
+        if ordered:
+            return ordered[0]
+        nouns = [t for t in candidates if t.noun]
+        return nouns[0] if nouns else None
+
+    def make(self, clause: Clause, action: str | None, kind: str | None, target: str | None, container: str | None,
+             count: int | None, earlier: bool, form: str, language: str, noun: str | None = None) -> Claim:
+        text = self.reading.text
+        start, end = text.source_span(clause.units[0].start, clause.units[-1].end)
+        return Claim(action, kind, target, container, count, earlier, form, language, (start, end),
+                     text.source[start:end], noun)
+
+    def _other_agent(self, clause: Clause, verb: int, language: str) -> bool:
+        """Tell whether a passive names someone else as its agent ("by Ada", "da un altro utente")."""
+        units = clause.units
+        for index in range(verb + 1, len(units)):
+            cats = units[index].cats(language)
+            if "by_agent" not in cats:
+                continue
+            if " " in units[index].norm:
+                return True
+            following = units[index + 1] if index + 1 < len(units) else None
+            if following is not None and "self" not in following.cats(language) and (
+                    following.cap or following.kind == "q" or "other_persons" in following.cats(language)):
+                return True
+        return False
+
+    def _copies(self, clause: Clause) -> list[Claim]:
+        """Repeat the previous claim for a clause that only names things ("I created Contacts, Leads and Orders")."""
+        language = clause.language
+        if any(any(c in u.cats(language) for c in SENTENCE_VERBS) for u in clause.units):
+            return []
+        if any(u.kind == "w" and not u.entry and not u.cap for u in clause.units):
+            return []  # a word the tables do not know: more than a list of names
+        things = self.namer.things(clause)
+        model = self.previous[-1]
+        count = next((u.value for u in clause.units if u.value is not None and not u.moment), None)
+        place = next((t.name for t in things if t.place and t.name), None)
+        made = []
+        for thing in things:
+            if thing.place or thing.pronoun or not (thing.known or thing.count is not None):
+                continue
+            kind = thing.kind or model.object
+            container = place or (model.target if self.kinds.container.get(kind or "") == model.object
+                                  else model.container)
+            copy = self.make(clause, model.action, kind, thing.name, container, thing.count, model.earlier, model.form,
+                             model.language)
+            made.append(copy)
+        if not made and count is not None:
+            made.append(self.make(clause, model.action, model.object, None, place or model.container, count,
+                                  model.earlier, model.form, model.language))
+        return made

@@ -1,0 +1,291 @@
+"""Read an answer into lines, sentences and clauses of units (a word or a phrase of the word tables).
+
+Markdown is read as structure: a list item and a table row are lines of their own, table cells and the
+parts of "Contacts: created" are clauses, code blocks are read line by line, headings, quotes and table
+headers hold no claim. A sentence's language is the one whose marker words it uses most (the answer's
+language breaks ties, then the locale); its clause breaks ("but", "that", "and") are that language's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.policy.claims.lexicon import Entry, Lexicon
+from app.policy.claims.wording import Text, Token, normalise, tokens
+
+FENCE = re.compile(r"\s{0,3}(?:```|~~~)")
+ITEM = re.compile(r"\s*(?:[-*+•·▪‣]|\d{1,3}[.)])\s+")
+HEADING = re.compile(r"\s{0,3}#{1,6}\s")
+QUOTE = re.compile(r"\s{0,3}>")
+TABLE_RULE = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*")
+SENTENCE_ENDS = {".", "!", "?", ";"}
+CLAUSE_MARKS = {",": ",", ":": ":", "(": "(", ")": ")", "[": "(", "]": ")", "|": "|", "→": ":", "⇒": ":", "=": ":",
+                "¿": "?", "¡": ","}
+CHECKS = {"✅": "check", "✔": "check", "☑": "check", "✓": "check", "🟢": "check", "👍": "check", "🎉": "check",
+          "❌": "cross", "✗": "cross", "✘": "cross", "⚠": "cross", "🔴": "cross", "⛔": "cross", "🚫": "cross"}
+FORMATTING = set("*#~_`\"'^\\<>")
+EMPTY: dict[str, Any] = {}
+
+
+@dataclass
+class Unit:
+    """A word, a number, a quoted name, a mark, or a phrase of the word tables read as one."""
+
+    norm: str
+    start: int
+    end: int
+    kind: str
+    cap: bool = False
+    entry: Entry | None = None
+    value: int | None = None
+    moment: bool = False
+
+    def cats(self, language: str) -> dict[str, Any]:
+        """Return what this unit is in `language` (its categories and their values)."""
+        return self.entry.get(language, EMPTY) if self.entry else EMPTY
+
+    def anywhere(self, category: str) -> Any:
+        """Return the value of `category` in the first language that has it, or None."""
+        for cats in (self.entry or EMPTY).values():
+            if category in cats:
+                return cats[category]
+        return None
+
+
+@dataclass
+class Clause:
+    units: list[Unit]
+    language: str
+    sentence: int
+    line: int
+    line_kind: str
+    joint: str
+    """How it follows the previous clause: start, ",", ":", "(", ")", "|", "and", "or", "break"."""
+    cell: int = -1
+    question: bool = False
+    hypothetical: bool = False
+    closing: str = ""
+
+
+@dataclass
+class Sentence:
+    index: int
+    language: str
+    clauses: list[Clause]
+    marks: dict[str, list[tuple[str, int]]]
+    """Marker categories found (earlier, moment, signals): each with its (language, token position) hits."""
+    moment: bool = False
+
+
+@dataclass
+class Reading:
+    text: Text
+    language: str
+    sentences: list[Sentence] = field(default_factory=list)
+
+    def clauses(self) -> list[Clause]:
+        return [clause for sentence in self.sentences for clause in sentence.clauses]
+
+    def marked(self, category: str) -> bool:
+        """Tell whether any sentence has a marker of `category`."""
+        return any(category in sentence.marks for sentence in self.sentences)
+
+
+def _lines(norm: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    while True:
+        end = norm.find("\n", start)
+        if end < 0:
+            spans.append((start, len(norm)))
+            return spans
+        spans.append((start, end))
+        start = end + 1
+
+
+def _units(found: list[Token], lexicon: Lexicon) -> list[Unit]:
+    units: list[Unit] = []
+    at = 0
+    while at < len(found):
+        token = found[at]
+        if token.kind == "p":
+            units.append(Unit(CHECKS.get(token.norm, token.norm), token.start, token.end, "p"))
+            at += 1
+            continue
+        if token.kind == "q":
+            units.append(Unit(token.norm, token.start, token.end, "q", True))
+            at += 1
+            continue
+        size, entry = lexicon.grammar.longest(found, at)
+        last = found[at + size - 1]
+        norm = token.norm if size == 1 else " ".join(t.norm for t in found[at:at + size])
+        number = token.value if token.kind == "n" else None
+        if number is None and entry:
+            number = next((cats["number"] for cats in entry.values() if "number" in cats), None) if size == 1 else None
+        units.append(Unit(norm, token.start, last.end, token.kind, token.cap, entry, number, token.moment))
+        at += size
+    return units
+
+
+def _language(found: list[Token], units: list[Unit], lexicon: Lexicon,
+              fallback: str) -> tuple[str, dict[str, list[tuple[str, int]]]]:
+    """Return the language of a sentence and the marker categories found in it.
+
+    A marker word counts one vote, and so does every word or phrase of the grammar tables that only one
+    language has ("ho", "righe", "erstellt"): a sentence is in the language its words belong to.
+    """
+    votes: dict[str, int] = {}
+    marks: dict[str, list[tuple[str, int]]] = {}
+    for unit in units:
+        if unit.entry and len(unit.entry) == 1:
+            language = next(iter(unit.entry))
+            votes[language] = votes.get(language, 0) + 1
+    for at in range(len(found)):
+        if found[at].kind not in ("w", "n"):
+            continue
+        for _size, entry in lexicon.markers.all_at(found, at):
+            for language, cats in entry.items():
+                for category in cats:
+                    if category == "marker":
+                        votes[language] = votes.get(language, 0) + 1
+                    else:
+                        marks.setdefault(category, []).append((language, at))
+    if not votes:
+        return fallback, marks
+    best = max(votes.values())
+    leaders = [language for language, count in votes.items() if count == best]
+    return (fallback if fallback in leaders else sorted(leaders)[0]), marks
+
+
+def _spaced(norm: str, token: Token) -> bool:
+    """Tell whether a hyphen stands alone (a dash between words), not inside a word."""
+    before = norm[token.start - 1] if token.start > 0 else " "
+    after = norm[token.end] if token.end < len(norm) else " "
+    return before.isspace() and after.isspace()
+
+
+def _clauses(units: list[Unit], norm: str, language: str, number: int, line: int, kind: str) -> list[Clause]:
+    clauses: list[Clause] = []
+    current: list[Unit] = []
+    joint, cell, hypothetical = "start", 0, False
+
+    def close(mark: str, next_joint: str) -> None:
+        nonlocal current, joint
+        if current:
+            clauses.append(Clause(current, language, number, line, kind, joint, cell if kind == "table" else -1,
+                                  closing=mark, hypothetical=hypothetical))
+        elif mark and clauses:
+            clauses[-1].closing = clauses[-1].closing or mark
+        current, joint = [], next_joint
+
+    for at, unit in enumerate(units):
+        if unit.kind == "p":
+            mark = "-" if unit.norm == "-" and _spaced(norm, Token("-", unit.start, unit.end, "p")) else unit.norm
+            if mark in CLAUSE_MARKS or mark == "-":
+                close(mark, CLAUSE_MARKS.get(mark, "-"))
+                if mark == "|":
+                    cell += 1
+            elif mark in ("check", "cross"):
+                current.append(unit)
+            continue
+        cats = unit.cats(language)
+        if cats and current:
+            joins = "and" if "coordinators" in cats else "or" if "alternatives" in cats else None
+            if joins is None and "conditional" in cats:
+                joins = "if"
+            if joins is None and "breaks" in cats:
+                following = units[at + 1] if at + 1 < len(units) else None
+                ahead = following is not None and following.kind == "w" and following.anywhere("object") is not None
+                joins = None if ("determiners" in cats and ahead) else "break"
+            if joins:
+                close("", joins)
+        if "conditional" in cats:
+            hypothetical = True
+        current.append(unit)
+    close("", "start")
+    return clauses
+
+
+def read(source: str, lexicon: Lexicon, locale: str | None = None) -> Reading:
+    """Read an answer into sentences and clauses; linear in its length."""
+    text = normalise(source)
+    hint = (locale or "").lower()[:2]
+    fallback = hint if hint in lexicon.languages else "en"
+    reading = Reading(text, fallback)
+    norm, in_code, sentence_number = text.norm, False, 0
+    spans = _lines(norm)
+    pending: list[tuple[list[Token], int, str]] = []
+    for number, (start, end) in enumerate(spans):
+        line = norm[start:end]
+        if FENCE.match(line):
+            in_code = not in_code
+            continue
+        kind, begin = ("code", start) if in_code else ("prose", start)
+        if not in_code:
+            if HEADING.match(line) or QUOTE.match(line) or TABLE_RULE.fullmatch(line) and "-" in line:
+                continue
+            if line.lstrip().startswith("|"):
+                following = norm[spans[number + 1][0]:spans[number + 1][1]] if number + 1 < len(spans) else ""
+                if TABLE_RULE.fullmatch(following) and "-" in following:
+                    continue  # a table's header row names columns, it claims nothing
+                kind = "table"
+            else:
+                item = ITEM.match(line)
+                if item:
+                    kind, begin = "item", start + item.end()
+        found = [t for t in tokens(text, begin, end, lexicon.splitter) if not (t.kind == "p" and t.norm in FORMATTING)]
+        if found:
+            pending.append((found, number, kind))
+    votes: dict[str, int] = {}
+    for found, _number, _kind in pending:
+        for token in found:
+            if token.kind == "w":
+                for language, cats in (lexicon.markers.words.get(token.norm) or EMPTY).items():
+                    if "marker" in cats:
+                        votes[language] = votes.get(language, 0) + 1
+                entry = lexicon.grammar.words.get(token.norm)
+                if entry and len(entry) == 1:
+                    language = next(iter(entry))
+                    votes[language] = votes.get(language, 0) + 1
+    if votes:
+        best = max(votes.values())
+        reading.language = fallback if votes.get(fallback) == best else max(votes, key=lambda k: (votes[k], k == "en"))
+    for found, number, kind in pending:
+        for piece in _sentences(found, norm):
+            units = _units(piece, lexicon)
+            language, marks = _language(piece, units, lexicon, reading.language)
+            clauses = _clauses(units, norm, language, sentence_number, number, kind)
+            _mark_questions(clauses, language)
+            if clauses:
+                moment = any(code == language for code, _at in marks.get("moment", ())) or any(
+                    u.moment for c in clauses for u in c.units)
+                reading.sentences.append(Sentence(sentence_number, language, clauses, marks, moment))
+                sentence_number += 1
+    return reading
+
+
+def _sentences(found: list[Token], norm: str) -> list[list[Token]]:
+    out, current = [], []
+    for token in found:
+        current.append(token)
+        if token.kind == "p" and token.norm in SENTENCE_ENDS:
+            if token.norm == "." and token.end < len(norm) and not norm[token.end].isspace():
+                continue  # "3.5", "e.g", a file name: not the end of a sentence
+            out.append(current)
+            current = []
+    if current:
+        out.append(current)
+    return out
+
+
+def _mark_questions(clauses: list[Clause], language: str) -> None:
+    """Mark the clauses a question covers: back from "?" to the clause that opens it (or the sentence start)."""
+    if not clauses or clauses[-1].closing != "?" and not any(c.joint == "?" for c in clauses):
+        return
+    for index in range(len(clauses) - 1, -1, -1):
+        clause = clauses[index]
+        clause.question = True
+        first = clause.units[0]
+        if clause.joint == "?" or "questions" in first.cats(language) or "modal" in first.cats(language):
+            return

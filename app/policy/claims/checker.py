@@ -103,7 +103,8 @@ class Checker:
         kind = claim.object
         if kind is None and claim.noun and singular(claim.noun) in self.tool_nouns:
             kind = singular(claim.noun)  # "the ticket": a kind a tool of this agent names
-        nothing_named = kind is None and claim.target is None and claim.container is None
+        if kind is None and claim.target is None and claim.container is None and claim.noun is None:
+            return self._unnamed(claim)
         found = self.matches(claim, kind, self.current)
         good = [c for c in found if c.status in GOOD and self._rows_written(claim, kind, c)]
         if claim.earlier:
@@ -114,8 +115,6 @@ class Checker:
         if tables:  # rows claimed, only a table change without rows
             return self._finding(claim, UNSUPPORTED, tuple(tables), f"claims {claim.describe()}; this turn "
                                  f"{DONE.get(claim.action)} 0 {kind}s ({self._summary(tables)})")
-        if nothing_named:
-            return self._unnamed(claim)
         if found:
             why = "; ".join(f"{c.tool}{' ' + c.target if c.target else ''} {NOT_DONE.get(c.status, c.status)}"
                             for c in found)
@@ -124,7 +123,7 @@ class Checker:
         if past:
             return self._finding(claim, UNSUPPORTED, tuple(past), f"claims {claim.describe()} in this turn; only an "
                                  "earlier turn did that (say it was earlier, or do it now)")
-        if kind is None and claim.target is None and claim.noun:
+        if kind is None and claim.target is None and claim.container is None and claim.noun:
             fallback = SUPPORTED if claim.action in TEXTUAL else UNSUPPORTED
             return self._finding(claim, UNDECIDED, (), f"claims {claim.describe()}: no table knows a "
                                  f"'{claim.noun}', it may be part of the answer", fallback)
@@ -169,12 +168,19 @@ class Checker:
                              f"turns shows no such change ({self._summary(self.past)})", UNSUPPORTED)
 
     def _unnamed(self, claim: Claim) -> Finding:
-        """A claim that names nothing ("Done!", "I've updated it"): any change of this turn may be what it means."""
+        """A claim that names nothing ("Done!", "I've updated it"): what this turn did may be what it means.
+
+        Supported when every change of this turn (of its action, if it says one) succeeded; undecided otherwise,
+        kept only when something succeeded and the answer says what is unfinished.
+        """
         if claim.action == "run" and self.calls:
             return self._finding(claim, SUPPORTED, (), f"{claim.describe()}: a tool ran this turn")
-        succeeded = [c for c in self.current if c.status in GOOD]
-        fallback = SUPPORTED if succeeded else UNSUPPORTED
-        return self._finding(claim, UNDECIDED, tuple(succeeded), f"claims {claim.describe()} and names nothing; "
+        fitting = [c for c in self.current if claim.action in (None, c.action) or c.action == "change"]
+        succeeded = [c for c in fitting if c.status == "succeeded"]
+        if succeeded and len(succeeded) == len(fitting):
+            return self._finding(claim, SUPPORTED, tuple(succeeded), f"{claim.describe()}: {self._summary(fitting)}")
+        fallback = SUPPORTED if succeeded and self.unfinished else UNSUPPORTED
+        return self._finding(claim, UNDECIDED, tuple(fitting), f"claims {claim.describe()} and names nothing; "
                              f"this turn {self._summary()}", fallback)
 
     def _suggested(self, claim: Claim) -> Finding:

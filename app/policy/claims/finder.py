@@ -48,8 +48,9 @@ class Finder:
         self.reading = reading
         self.lexicon = lexicon
         self.kinds = lexicon.kinds
-        self.namer = Namer(reading.text, {c: lang.capitalised_nouns for c, lang in lexicon.languages.items()},
-                           lexicon.kinds.container)
+        languages = lexicon.languages.items()
+        self.namer = Namer(reading.text, {c: lang.capitalised_nouns for c, lang in languages}, lexicon.kinds.container,
+                           {c: lang.head_last for c, lang in languages})
         self.states = StateReader(self)
         self.proposals = reading.marked("proposal")
         self.claims: list[Claim] = []
@@ -70,12 +71,23 @@ class Finder:
         return self.claims
 
     def _borrow(self, claims: list[Claim], offset: int) -> None:
-        """Give a claim that names nothing the thing of the next claim ("I created and filled the table")."""
-        for index in range(len(claims) - 2, -1, -1):
-            claim, following = claims[index], claims[index + 1]
+        """Complete a sentence's claims from the next one: "I created and filled the table Contacts", "I added the
+        field Email and the field Phone to Contacts"; drop a claim that then repeats the next."""
+        kept = list(claims)
+        for index in range(len(kept) - 2, -1, -1):
+            claim, following = kept[index], kept[index + 1]
             if claim.object is None and claim.target is None and claim.noun is None and claim.form == "active":
-                self.claims[offset + index] = replace(claim, object=following.object, target=following.target,
-                                                      container=claim.container or following.container)
+                claim = replace(claim, object=following.object, target=following.target,
+                                container=claim.container or following.container)
+            if claim.container is None and following.container and claim.object == following.object and (
+                    claim.object in self.kinds.container):
+                claim = replace(claim, container=following.container)
+            same = ("action", "object", "target", "container", "count")
+            if all(getattr(claim, key) == getattr(following, key) for key in same):
+                del kept[index]
+            else:
+                kept[index] = claim
+        self.claims[offset:] = kept
 
     # -- one clause ---------------------------------------------------------------------------------------------
 
@@ -280,6 +292,9 @@ class Finder:
             kind, target = self.last.kind, self.last.name
         if kind is None:
             kind = next((t.kind for t in things if t.kind in self.kinds.never_applied), None)
+        memory = next((t for t in things if t.place and t.kind in self.kinds.places), None)
+        if memory is not None:  # "saved your preference to memory": remembered
+            action, kind = self.kinds.places[memory.kind]
         container = self._container(kind, things)
         if kind in self.kinds.container and container is None and self.last is not None and self.last.name and (
                 self.last.kind in (self.kinds.container[kind], None)) and self.last.name != target:
@@ -318,7 +333,7 @@ class Finder:
     @staticmethod
     def _main(things: list[Thing], verb: int, form: str) -> Thing | None:
         candidates = [t for t in things if not t.place and not t.with_]
-        known = [t for t in candidates if t.known or t.pronoun]
+        known = [t for t in candidates if t.known] + [t for t in candidates if t.pronoun]
         ordered = ([t for t in known if t.at < verb] + [t for t in known if t.at > verb]) if form == "passive" else (
             [t for t in known if t.at > verb] + [t for t in known if t.at < verb])
         if ordered:
@@ -353,7 +368,7 @@ class Finder:
         language = clause.language
         if any(any(c in u.cats(language) for c in SENTENCE_VERBS) for u in clause.units):
             return []
-        if any(u.kind == "w" and not u.entry and not u.cap for u in clause.units):
+        if any(u.kind == "w" and not u.cats(language) and not u.cap for u in clause.units):
             return []  # a word the tables do not know: more than a list of names
         things = self.namer.things(clause)
         model = self.previous[-1]
@@ -364,7 +379,8 @@ class Finder:
             if thing.place or thing.pronoun or not (thing.known or thing.count is not None):
                 continue
             kind = thing.kind or model.object
-            container = place or (model.target if self.kinds.container.get(kind or "") == model.object
+            holder = self.kinds.container.get(kind or "")
+            container = place or (model.target if holder is not None and model.object in (holder, None)
                                   else model.container)
             copy = self.make(clause, model.action, kind, thing.name, container, thing.count, model.earlier, model.form,
                              model.language)

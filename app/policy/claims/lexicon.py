@@ -132,6 +132,7 @@ class Language:
     window: int
     past_is_done: bool
     capitalised_nouns: bool = False
+    head_last: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ class Kinds:
     support: dict[tuple[str, str], tuple[tuple[str, str], ...]]
     tools: tuple[tuple[str, str, str], ...]
     tool_verbs: dict[str, str]
+    places: dict[str, tuple[str, str]]
 
 
 @dataclass
@@ -207,7 +209,8 @@ def _kinds(data: dict[str, Any]) -> Kinds:
         forced_objects=dict(data.get("forced_objects", {})),
         support={_pair(claim): tuple(_pair(c) for c in changes) for claim, changes in data["support"].items()},
         tools=tuple((pattern, *_pair(spec)) for pattern, spec in data["tools"].items()),
-        tool_verbs={word: action for action, words in data["tool_verbs"].items() for word in words})
+        tool_verbs={word: action for action, words in data["tool_verbs"].items() for word in words},
+        places={kind: _pair(spec) for kind, spec in data.get("places", {}).items()})
 
 
 def _pieces(entry: str, splitter: Splitter) -> list[str]:
@@ -270,7 +273,8 @@ def load(folder: Path = WORDS) -> Lexicon:
     grammar.freeze(numbers)
     markers.freeze(numbers)
     languages = {code: Language(code, t["language"]["name"], t["grammar"]["window"], t["grammar"]["past_is_done"],
-                                t["grammar"].get("capitalised_nouns", False)) for code, t in tables.items()}
+                                t["grammar"].get("capitalised_nouns", False), t["grammar"].get("head_last", False))
+                 for code, t in tables.items()}
     english = tables.get("en", {})
     nouns = {word: kind for section in ("objects", "soft_objects") for kind, entries in english.get(section, {}).items()
              for word in entries if " " not in word}

@@ -21,11 +21,11 @@ HEADING = re.compile(r"\s{0,3}#{1,6}\s")
 QUOTE = re.compile(r"\s{0,3}>")
 TABLE_RULE = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*")
 SENTENCE_ENDS = {".", "!", "?", ";"}
-CLAUSE_MARKS = {",": ",", ":": ":", "(": "(", ")": ")", "[": "(", "]": ")", "|": "|", "→": ":", "⇒": ":", "=": ":",
+CLAUSE_MARKS = {",": ",", ":": ":", "(": "(", ")": ")", "|": "|", "→": ":", "⇒": ":", "=": ":",
                 "¿": "?", "¡": ","}
 CHECKS = {"✅": "check", "✔": "check", "☑": "check", "✓": "check", "🟢": "check", "👍": "check", "🎉": "check",
           "❌": "cross", "✗": "cross", "✘": "cross", "⚠": "cross", "🔴": "cross", "⛔": "cross", "🚫": "cross"}
-FORMATTING = set("*#~_`\"'^\\<>")
+FORMATTING = set("*#~_`\"'^\\<>[]")
 EMPTY: dict[str, Any] = {}
 
 

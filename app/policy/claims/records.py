@@ -10,6 +10,7 @@ UNSUPPORTED = "unsupported"
 UNDECIDED = "undecided"
 VERDICTS = (SUPPORTED, SUPPORTED_PAST, UNSUPPORTED, UNDECIDED)
 STATUSES = ("succeeded", "partial", "no_op", "reused", "failed")
+PLACES = {"send": "to", "delete": "from"}
 DONE = {None: "changed", "create": "created", "update": "updated", "delete": "deleted", "send": "sent",
         "schedule": "scheduled", "run": "run", "remember": "remembered", "suggest": "suggested"}
 
@@ -74,12 +75,12 @@ class Claim:
 
     def describe(self) -> str:
         """Say the claim in a few plain English words: "3 rows created in Contacts"."""
-        what = self.object or self.noun or "something"
+        what = self.object or self.noun or ("" if self.target else "something")
         if self.count is not None:
             what = f"{self.count} {what}{'' if self.count == 1 or what.endswith('s') else 's'}"
         if self.target:
-            what = f"{what} {self.target}"
-        where = f" in {self.container}" if self.container else ""
+            what = f"{what} {self.target}".strip()
+        where = f" {PLACES.get(self.action, 'in')} {self.container}" if self.container else ""
         return f"{what} {DONE.get(self.action, self.action)}{where}" + (" (an earlier turn)" if self.earlier else "")
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from app.policy.claims.finder import Finder
 
 GUARDS = ("negation", "modal", "conditional", "request")
-ALONE = ("completion", "everything", "state_adverbs")
+ALONE = ("completion", "everything", "state_adverbs", "state_verbs", "state_passive", "adverb_passive")
 
 
 class StateReader:
@@ -38,10 +38,12 @@ class StateReader:
         if "cross" in marks:
             return []
         completion = next((i for i, u in enumerate(units) if "completion" in u.cats(language)), None)
+        if completion is not None and completion > 0 and "determiners" in units[completion - 1].cats(language):
+            completion = None  # "la lista", "tus listas": a noun
         if completion is None:  # a short clause says little of its language: "Listo.", "Erledigt!"
             for index, unit in enumerate(units):
                 found = next((code for code, cats in (unit.entry or {}).items() if "completion" in cats), None)
-                if found is not None:
+                if found is not None and not (index and "determiners" in units[index - 1].cats(found)):
                     completion, language = index, found
                     break
         now = any("now" in u.cats(language) for u in units)
@@ -57,8 +59,6 @@ class StateReader:
         known = [t for t in things if (t.known or t.pronoun) and not t.with_]
         earlier = "earlier" in sentence.marks
         if completion is not None:
-            if completion > 0 and "determiners" in units[completion - 1].cats(language):
-                return []  # "la lista": a noun
             following = units[completion + 1] if completion + 1 < len(units) else None
             if following is not None and "infinitive" in following.cats(language):
                 return []  # "ready to help": an offer
@@ -82,6 +82,10 @@ class StateReader:
         if view is not None and kind not in finder.kinds.never_applied:
             kind = view.kind
         container = finder._container(kind, things)
+        last = finder.last
+        if container is None and kind in finder.kinds.container and last is not None and last.name and (
+                last.kind in (finder.kinds.container[kind], None)):
+            container = last.name
         return [finder.make(clause, None, kind, target, container, None, earlier, "state", language)]
 
     def _about(self, clause: Clause, language: str, before: Clause | None, known: list[Thing], earlier: bool,

@@ -69,10 +69,12 @@ def is_name(unit: Unit, language: str, first: bool, capitalised_nouns: bool) -> 
 class Namer:
     """Finds the things of one clause."""
 
-    def __init__(self, text: Text, capitalised_nouns: dict[str, bool], container: dict[str, str]) -> None:
+    def __init__(self, text: Text, capitalised_nouns: dict[str, bool], container: dict[str, str],
+                 head_last: dict[str, bool]) -> None:
         self.text = text
         self.capitalised_nouns = capitalised_nouns
         self.container = container
+        self.head_last = head_last
 
     def source(self, units: list[Unit]) -> str:
         start, end = self.text.source_span(units[0].start, units[-1].end)
@@ -98,6 +100,7 @@ class Namer:
         at = 0
         while at < len(units):
             if at in skip:
+                place = with_ = False
                 at += 1
                 continue
             unit = units[at]
@@ -135,7 +138,7 @@ class Namer:
                 add(thing)
                 at = end
                 continue
-            if is_name(unit, language, at == 0 or at == 1 and 0 in skip, german):
+            if is_name(unit, language, at == 0 or at == 1 and 0 in skip, german and not place):
                 end = at + 1
                 while (end < len(units) and end not in skip and end - at < MAX_NAME_WORDS and units[end].kind == "w"
                        and is_name(units[end], language, False, german)):
@@ -145,9 +148,17 @@ class Namer:
                 continue
             if "pronouns" in cats and head is None:
                 add(Thing(pronoun=True, at=at))
-            elif unit.kind == "w" and not unit.entry and at > 0 and (
+            elif unit.kind == "w" and not cats and at > 0 and (
                     "determiners" in units[at - 1].cats(language) or german and unit.cap):
-                add(Thing(noun=unit.norm, at=at))
+                end = at + 1
+                while self.head_last.get(language) and end < len(units) and end not in skip and (
+                        units[end].kind == "w" and not units[end].cats(language) and not units[end].cap):
+                    end += 1  # "a short summary": the noun is the last word
+                add(Thing(noun=units[end - 1].norm, at=at))
+                at = end
+                continue
+            elif not ("determiners" in cats or "new" in cats or unit.value is not None):
+                place = with_ = False  # "nella risposta precedente ho creato la tabella": the place ended
             at += 1
         return found
 
@@ -165,6 +176,6 @@ class Namer:
                 if back >= 2 and "prepositions" in units[back - 1].cats(language) and units[back - 2].value:
                     thing.count = units[back - 2].value  # "2 of 5 rows": the first number is the count
                 return
-            elif not ("determiners" in cats or unit.kind == "w" and not unit.entry and not unit.cap):
+            elif not ("determiners" in cats or unit.kind == "w" and not cats and not unit.cap):
                 return
             back -= 1

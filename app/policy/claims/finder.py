@@ -93,6 +93,8 @@ class Finder:
 
     def clause(self, clause: Clause, sentence: Sentence, before: Clause | None, after: list[Clause]) -> list[Claim]:
         made: list[Claim] = []
+        if clause.line_kind == "data":
+            return made  # a row of a table of data: its cells are values, not claims
         for at, unit in enumerate(clause.units):
             for language, form, action in self._verbs(unit, clause.language):
                 licence = self.licence(clause, at, language, form, sentence)
@@ -103,7 +105,7 @@ class Finder:
                 break
         self._remember_context(clause)
         if not made:
-            made = self.states.read(clause, sentence, before)
+            made = self.states.read(clause, sentence, before, after)
         if not made and self.previous and clause.joint in (",", "and", "or", "(", ")", "|"):
             made = self._copies(clause)
         things = self.namer.things(clause)
@@ -217,9 +219,11 @@ class Finder:
         if not content:
             return None
         here = units[verb].cats(language)
+        if "data_statuses" in here:
+            return None  # "Order 12: delivered": a status of data
         rest = [i for i in content if i != verb]
-        status_line = clause.line_kind in ("item", "table", "code") or clause.joint in STATUS_MARKS or (
-            clause.closing in (":",))
+        status_line = clause.line_kind in ("item", "table") or clause.joint in STATUS_MARKS or (
+            clause.closing in (":",)) or clause.line_kind == "code" and clause.joint in (":", "-")
         if not rest or all(units[i].value is not None or units[i].norm in ("check",) for i in rest):
             if "completion" in here:
                 return None  # "Fatto!", "Done.": a completion, read as a state
@@ -273,6 +277,9 @@ class Finder:
             return []  # "the table was created on 2026-01-02 by Ada": data about the past, not this turn
         things = self.namer.things(clause, frozenset({verb}), licence.language)
         main = self._main(things, verb, licence.form)
+        allowed = self.kinds.action_objects.get(action, ())
+        if (main is None or not main.known) and allowed:  # "scheduled a nightly run with the trigger Nightly"
+            main = next((t for t in things if t.kind in allowed), main)
         if main is None and licence.form == "status":
             if before is not None and (clause.joint in STATUS_MARKS or before.closing in STATUS_MARKS):
                 main = self._main(self.namer.things(before), len(before.units), "passive")

@@ -27,6 +27,9 @@ CHECKS = {"✅": "check", "✔": "check", "☑": "check", "✓": "check", "🟢"
           "❌": "cross", "✗": "cross", "✘": "cross", "⚠": "cross", "🔴": "cross", "⛔": "cross", "🚫": "cross"}
 FORMATTING = set("*#~_`\"'^\\<>[]")
 EMPTY: dict[str, Any] = {}
+SUBJECTS = ("first_person", "other_persons", "pronouns", "determiners", "everything")
+HEADER_KINDS = {"table", "field", "agent", "trigger", "skill", "preference", "view", "permission"}
+"""A header naming one of these ("| Table | Status |") lists changes; "| Name | Email | Status |" lists data."""
 
 
 @dataclass
@@ -122,7 +125,7 @@ def _units(found: list[Token], lexicon: Lexicon) -> list[Unit]:
         norm = token.norm if size == 1 else " ".join(t.norm for t in found[at:at + size])
         number = token.value if token.kind == "n" else None
         if number is None and entry:
-            number = next((cats["number"] for cats in entry.values() if "number" in cats), None) if size == 1 else None
+            number = next((cats["number"] for cats in entry.values() if "number" in cats), None)
         units.append(Unit(norm, token.start, last.end, token.kind, token.cap, entry, number, token.moment))
         at += size
     return units
@@ -156,6 +159,11 @@ def _language(found: list[Token], units: list[Unit], lexicon: Lexicon,
     best = max(votes.values())
     leaders = [language for language, count in votes.items() if count == best]
     return (fallback if fallback in leaders else sorted(leaders)[0]), marks
+
+
+def _subject(unit: Unit, language: str) -> bool:
+    cats = unit.cats(language)
+    return (unit.kind == "q" or unit.cap or any(c in cats for c in SUBJECTS)) and unit.anywhere("object") is None
 
 
 def _spaced(norm: str, token: Token) -> bool:
@@ -196,8 +204,10 @@ def _clauses(units: list[Unit], norm: str, language: str, number: int, line: int
                 joins = "if"
             if joins is None and "breaks" in cats:
                 following = units[at + 1] if at + 1 < len(units) else None
-                ahead = following is not None and following.kind == "w" and following.anywhere("object") is not None
-                joins = None if ("determiners" in cats and ahead) else "break"
+                # "that" starts a clause before a subject ("that the table", "that I"), not in "that table"
+                # or "saved that to memory"
+                ambiguous = "determiners" in cats or "pronouns" in cats
+                joins = "break" if not ambiguous or following is not None and _subject(following, language) else None
             if joins:
                 close("", joins)
         if "conditional" in cats:
@@ -213,7 +223,7 @@ def read(source: str, lexicon: Lexicon, locale: str | None = None) -> Reading:
     hint = (locale or "").lower()[:2]
     fallback = hint if hint in lexicon.languages else "en"
     reading = Reading(text, fallback)
-    norm, in_code, sentence_number = text.norm, False, 0
+    norm, in_code, sentence_number, table = text.norm, False, 0, "table"
     spans = _lines(norm)
     pending: list[tuple[list[Token], int, str]] = []
     for number, (start, end) in enumerate(spans):
@@ -228,8 +238,10 @@ def read(source: str, lexicon: Lexicon, locale: str | None = None) -> Reading:
             if line.lstrip().startswith("|"):
                 following = norm[spans[number + 1][0]:spans[number + 1][1]] if number + 1 < len(spans) else ""
                 if TABLE_RULE.fullmatch(following) and "-" in following:
-                    continue  # a table's header row names columns, it claims nothing
-                kind = "table"
+                    # The header names the columns: a table of changes, or data ("| Name | Email | Status |")
+                    table = "table" if _lists_changes(tokens(text, start, end, lexicon.splitter), lexicon) else "data"
+                    continue
+                kind = table
             else:
                 item = ITEM.match(line)
                 if item:
@@ -263,6 +275,15 @@ def read(source: str, lexicon: Lexicon, locale: str | None = None) -> Reading:
                 reading.sentences.append(Sentence(sentence_number, language, clauses, marks, moment))
                 sentence_number += 1
     return reading
+
+
+def _lists_changes(header: list[Token], lexicon: Lexicon) -> bool:
+    """Tell whether a table's header is that of a list of changes: a kind of object ("Table") or a change word."""
+    for token in header:
+        entry = lexicon.grammar.words.get(token.norm) or EMPTY
+        if any("change_headers" in cats or cats.get("object") in HEADER_KINDS for cats in entry.values()):
+            return True
+    return False
 
 
 def _sentences(found: list[Token], norm: str) -> list[list[Token]]:

@@ -29,7 +29,7 @@ class StateReader:
     def __init__(self, finder: Finder) -> None:
         self.finder = finder
 
-    def read(self, clause: Clause, sentence: Sentence, before: Clause | None) -> list[Claim]:
+    def read(self, clause: Clause, sentence: Sentence, before: Clause | None, after: list[Clause]) -> list[Claim]:
         """Return the state claims of a clause that has no verb claim."""
         if clause.question or clause.hypothetical:
             return []
@@ -62,6 +62,8 @@ class StateReader:
             following = units[completion + 1] if completion + 1 < len(units) else None
             if following is not None and "infinitive" in following.cats(language):
                 return []  # "ready to help": an offer
+            if after and after[0].joint in ("break", "if") and not known:
+                return []  # "Ready when you are": an offer
             return self._about(clause, language, before, known, earlier)
         if "check" in marks:
             return self._about(clause, language, before, known, earlier, alone=False)

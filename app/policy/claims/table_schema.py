@@ -49,6 +49,7 @@ LANGUAGE: dict[str, Any] = {
             "prefixes": {"type": "array", "items": {"type": "string", "pattern": "^[^ ']+'$"}},
             "suffixes": {"type": "array", "items": {"type": "string", "pattern": "^[^ ']*'[^ ']*$"}},
             "words": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        "lists": _section(("change_headers", "data_statuses")),
         "signals": _section(("unfinished", "inability", "mode", "switch_mode", "handoff", "second_person",
                              "handoff_imperatives", "proposal")),
     },

@@ -106,7 +106,12 @@ class Namer:
             unit = units[at]
             cats = unit.cats(language)
             if "prepositions" in cats or "by_agent" in cats:
-                place, at = True, at + 1
+                ahead = at + 1
+                while ahead < len(units) and "determiners" in units[ahead].cats(language):
+                    ahead += 1
+                between = at > 0 and units[at - 1].value is not None and ahead < len(units) and (
+                    units[ahead].value is not None)
+                place, at = not between, at + 1  # "2 of 5 rows" is a count, not a place
                 continue
             if "with" in cats:
                 with_, at = True, at + 1
@@ -173,8 +178,11 @@ class Namer:
                 thing.new = True
             elif unit.value is not None and not unit.moment:
                 thing.count = unit.value
-                if back >= 2 and "prepositions" in units[back - 1].cats(language) and units[back - 2].value:
-                    thing.count = units[back - 2].value  # "2 of 5 rows": the first number is the count
+                before = back - 1
+                while before >= 0 and "determiners" in units[before].cats(language):
+                    before -= 1
+                if before >= 1 and "prepositions" in units[before].cats(language) and units[before - 1].value:
+                    thing.count = units[before - 1].value  # "2 of (the) 5 rows": the first number is the count
                 return
             elif not ("determiners" in cats or unit.kind == "w" and not cats and not unit.cap):
                 return

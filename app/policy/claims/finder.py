@@ -54,12 +54,36 @@ class Finder:
         self.states = StateReader(self)
         self.proposals = reading.marked("proposal")
         self.claims: list[Claim] = []
-        self.last: Thing | None = None
+        self._last: Thing | None = None
+        self._unread: list[Clause | Sentence] = []
         self.context: Licence | None = None
         self.previous: list[Claim] = []
+        self._things: dict[tuple[int, frozenset[int], str], list[Thing]] = {}
+
+    @property
+    def last(self) -> Thing | None:
+        """The last thing named, for "it", "l'", "to it" and a row claim with no table."""
+        while self._unread:
+            source = self._unread.pop()
+            clauses = source.clauses if isinstance(source, Sentence) else [source]
+            named = [t for clause in clauses for t in self.things(clause) if t.known and not t.pronoun]
+            if named:
+                self._last, self._unread = named[-1], []
+        return self._last
+
+    def things(self, clause: Clause, skip: frozenset[int] = frozenset(), language: str | None = None) -> list[Thing]:
+        """Return the things of a clause (read once per clause, verb and language)."""
+        key = (id(clause), skip, language or clause.language)
+        found = self._things.get(key)
+        if found is None:
+            found = self._things[key] = self.namer.things(clause, skip, language)
+        return found
 
     def run(self) -> list[Claim]:
         for sentence in self.reading.sentences:
+            if not sentence.candidate:
+                self._unread.append(sentence)
+                continue
             self.context, self.previous = None, []
             first = len(self.claims)
             for index, clause in enumerate(sentence.clauses):
@@ -108,12 +132,10 @@ class Finder:
             made = self.states.read(clause, sentence, before, after)
         if not made and self.previous and clause.joint in (",", "and", "or", "(", ")", "|"):
             made = self._copies(clause)
-        things = self.namer.things(clause)
-        named = [t for t in things if t.known and not t.pronoun]
         if made and (made[-1].target or made[-1].object):
-            self.last = Thing(made[-1].object, made[-1].target)
-        elif named:
-            self.last = named[-1]
+            self._last, self._unread = Thing(made[-1].object, made[-1].target), []
+        else:
+            self._unread.append(clause)  # read for a name only if a later clause refers back to it
         return made
 
     @staticmethod
@@ -275,21 +297,21 @@ class Finder:
             return []
         if licence.form != "active" and (sentence.moment or self._other_agent(clause, verb, licence.language)):
             return []  # "the table was created on 2026-01-02 by Ada": data about the past, not this turn
-        things = self.namer.things(clause, frozenset({verb}), licence.language)
+        things = self.things(clause, frozenset({verb}), licence.language)
         main = self._main(things, verb, licence.form)
         allowed = self.kinds.action_objects.get(action, ())
         if (main is None or not main.known) and allowed:  # "scheduled a nightly run with the trigger Nightly"
             main = next((t for t in things if t.kind in allowed), main)
         if main is None and licence.form == "status":
             if before is not None and (clause.joint in STATUS_MARKS or before.closing in STATUS_MARKS):
-                main = self._main(self.namer.things(before), len(before.units), "passive")
+                main = self._main(self.things(before), len(before.units), "passive")
             elif clause.closing == ":" and after:
                 return [c for thing in self._listed(after, clause.line)
                         for c in self._build(clause, action, licence, sentence, thing, things)]
         return self._build(clause, action, licence, sentence, main, things)
 
     def _listed(self, after: list[Clause], line: int) -> list[Thing]:
-        return [t for c in after if c.line == line for t in self.namer.things(c) if t.known and not t.place]
+        return [t for c in after if c.line == line for t in self.things(c) if t.known and not t.place]
 
     def _build(self, clause: Clause, action: str | None, licence: Licence, sentence: Sentence, main: Thing | None,
                things: list[Thing]) -> list[Claim]:
@@ -377,7 +399,7 @@ class Finder:
             return []
         if any(u.kind == "w" and not u.cats(language) and not u.cap for u in clause.units):
             return []  # a word the tables do not know: more than a list of names
-        things = self.namer.things(clause)
+        things = self.things(clause)
         model = self.previous[-1]
         count = next((u.value for u in clause.units if u.value is not None and not u.moment), None)
         place = next((t.name for t in things if t.place and t.name), None)

@@ -31,6 +31,7 @@ MARKER_SECTIONS = {"detect", "time", "signals"}
 RENAMED = {("state", "verbs"): "state_verbs", ("detect", "markers"): "marker", ("time", "moments"): "moment",
            ("objects", None): "object", ("soft_objects", None): "soft_object", ("numbers", None): "number"}
 VALUED = {"done", "past", "first_person_past", "objects", "soft_objects", "numbers"}
+MAX_CACHED = 100_000
 _BRACES = re.compile(r"\{([^{}]*)\}")
 _PLAIN = re.compile(r"[^\W\d_]+")
 
@@ -71,8 +72,14 @@ class Index:
         self.words: dict[str, Entry] = {}
         self.phrases: dict[str, dict[tuple[str, ...], Phrase]] = {}
         self.prefixes: dict[str, list[tuple[str, Entry]]] = {}
-        self.ordered: dict[str, list[Phrase]] = {}
+        self.pairs: dict[tuple[str, str], list[Phrase]] = {}
+        self.loose: dict[str, list[Phrase]] = {}
+        self.firsts: frozenset[str] = frozenset()
         self.numbers: set[str] = set()
+        self._prefixed: dict[str, Entry | None] = {}
+        self.claiming: frozenset[int] = frozenset()
+        self.stating: frozenset[int] = frozenset()
+        self.timing: frozenset[int] = frozenset()
 
     def add(self, pieces: list[str], language: str, category: str, value: Any) -> None:
         first, rest = pieces[0], tuple(pieces[1:])
@@ -86,43 +93,73 @@ class Index:
         entry.setdefault(language, {}).setdefault(category, value)
 
     def freeze(self, numbers: set[str]) -> None:
-        self.ordered = {first: sorted(found.values(), key=lambda p: -len(p.rest))
-                        for first, found in self.phrases.items()}
+        """Index the phrases by their first two words (or their first, when the second is a pattern)."""
+        for first, found in self.phrases.items():
+            for phrase in found.values():
+                second = phrase.rest[0]
+                if second == "#" or second.endswith("*"):
+                    self.loose.setdefault(first, []).append(phrase)
+                else:
+                    self.pairs.setdefault((first, second), []).append(phrase)
+        for phrases in (*self.pairs.values(), *self.loose.values()):
+            phrases.sort(key=lambda p: -len(p.rest))
+        self.firsts = frozenset(self.phrases)
         self.numbers = numbers
+        entries = [*self.words.values(), *(p.entry for found in self.phrases.values() for p in found.values())]
+
+        def having(categories: set[str]) -> frozenset[int]:
+            return frozenset(id(e) for e in entries if any(categories & cats.keys() for cats in e.values()))
+
+        self.claiming = having({"done", "past", "first_person_past", "completion"})
+        self.stating = having({"state_verbs"})
+        self.timing = having({"now", "new"})
+
+    def phrases_at(self, found: list[Token], at: int) -> list[Phrase]:
+        """Return the phrases that start at `at`, longest first."""
+        if at + 1 >= len(found) or found[at].norm not in self.firsts:
+            return []
+        token, following = found[at], found[at + 1]
+        candidates = [*self.pairs.get((token.norm, following.norm), ()), *self.loose.get(token.norm, ())]
+        out = []
+        for phrase in candidates:
+            end = at + 1 + len(phrase.rest)
+            if end <= len(found) and all(_fits(p, found[at + 1 + i], self.numbers) for i, p in enumerate(phrase.rest)):
+                out.append(phrase)
+        if len(out) > 1:
+            out.sort(key=lambda p: -len(p.rest))
+        return out
+
+    def word(self, token: Token) -> Entry | None:
+        """Return the entry of one word or number: itself, else the first prefix it begins with."""
+        norm = token.norm
+        entry = self.words.get(norm)
+        if entry is not None or token.kind != "w" or not self.prefixes:
+            return entry
+        cached = self._prefixed.get(norm, False)
+        if cached is False:
+            cached = next((e for prefix, e in self.prefixes.get(norm[:2], ()) if norm.startswith(prefix)), None)
+            if len(self._prefixed) > MAX_CACHED:
+                self._prefixed.clear()  # bounded: an answer of invented words cannot grow it without end
+            self._prefixed[norm] = cached
+        return cached
 
     def longest(self, found: list[Token], at: int) -> tuple[int, Entry | None]:
         """Return how many tokens the longest entry starting at `at` covers, and its entry."""
         token = found[at]
-        for phrase in self.ordered.get(token.norm, ()):
-            end = at + 1 + len(phrase.rest)
-            if end <= len(found) and all(_fits(p, t, self.numbers) for p, t in zip(phrase.rest, found[at + 1:end],
-                                                                                       strict=True)):
-                return len(phrase.rest) + 1, phrase.entry
-        if token.kind in ("w", "n") and token.norm in self.words:
-            return 1, self.words[token.norm]
-        return 1, self._prefixed(token)
+        if token.norm in self.firsts:
+            phrases = self.phrases_at(found, at)
+            if phrases:
+                return len(phrases[0].rest) + 1, phrases[0].entry
+        return 1, self.word(token) if token.kind in ("w", "n") else None
 
     def all_at(self, found: list[Token], at: int) -> list[tuple[int, Entry]]:
         """Return every entry starting at `at`: (tokens covered, entry)."""
         token = found[at]
-        out = [(len(p.rest) + 1, p.entry) for p in self.ordered.get(token.norm, ())
-               if at + len(p.rest) < len(found)
-               and all(_fits(q, t, self.numbers) for q, t in zip(p.rest, found[at + 1:at + 1 + len(p.rest)],
-                                                                  strict=True))]
-        if token.kind in ("w", "n") and token.norm in self.words:
-            out.append((1, self.words[token.norm]))
-        prefixed = self._prefixed(token)
-        if prefixed:
-            out.append((1, prefixed))
+        out = [(len(p.rest) + 1, p.entry) for p in self.phrases_at(found, at)] if token.norm in self.firsts else []
+        entry = self.word(token) if token.kind in ("w", "n") else None
+        if entry:
+            out.append((1, entry))
         return out
-
-    def _prefixed(self, token: Token) -> Entry | None:
-        if token.kind != "w":
-            return None
-        for prefix, entry in self.prefixes.get(token.norm[:2], ()):
-            if token.norm.startswith(prefix):
-                return entry
-        return None
 
 
 @dataclass(frozen=True)

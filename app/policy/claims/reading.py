@@ -19,7 +19,7 @@ FENCE = re.compile(r"\s{0,3}(?:```|~~~)")
 ITEM = re.compile(r"\s*(?:[-*+•·▪‣]|\d{1,3}[.)])\s+")
 HEADING = re.compile(r"\s{0,3}#{1,6}\s")
 QUOTE = re.compile(r"\s{0,3}>")
-TABLE_RULE = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*")
+RULE_CHARACTERS = frozenset("|-: \t")
 SENTENCE_ENDS = {".", "!", "?", ";"}
 CLAUSE_MARKS = {",": ",", ":": ":", "(": "(", ")": ")", "|": "|", "→": ":", "⇒": ":", "=": ":",
                 "¿": "?", "¡": ","}
@@ -32,7 +32,7 @@ HEADER_KINDS = {"table", "field", "agent", "trigger", "skill", "preference", "vi
 """A header naming one of these ("| Table | Status |") lists changes; "| Name | Email | Status |" lists data."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """A word, a number, a quoted name, a mark, or a phrase of the word tables read as one."""
 
@@ -44,6 +44,8 @@ class Unit:
     entry: Entry | None = None
     value: int | None = None
     moment: bool = False
+    kinds: dict[str, str | None] = field(default_factory=dict)
+    """The kind of object it names, per language (things.kind_of keeps it here)."""
 
     def cats(self, language: str) -> dict[str, Any]:
         """Return what this unit is in `language` (its categories and their values)."""
@@ -76,10 +78,24 @@ class Clause:
 class Sentence:
     index: int
     language: str
-    clauses: list[Clause]
+    units: list[Unit]
     marks: dict[str, list[tuple[str, int]]]
     """Marker categories found (earlier, moment, signals): each with its (language, token position) hits."""
-    moment: bool = False
+    moment: bool
+    candidate: bool
+    """It has a finished verb, a completion or state word, or a check mark: it may claim something."""
+    line: int
+    line_kind: str
+    norm: str = field(repr=False, default="")
+    _clauses: list[Clause] | None = field(default=None, repr=False)
+
+    @property
+    def clauses(self) -> list[Clause]:
+        """The sentence's clauses, cut on first use (a sentence that may claim nothing is seldom cut)."""
+        if self._clauses is None:
+            self._clauses = _clauses(self.units, self.norm, self.language, self.index, self.line, self.line_kind)
+            _mark_questions(self._clauses, self.language)
+        return self._clauses
 
 
 @dataclass
@@ -87,9 +103,6 @@ class Reading:
     text: Text
     language: str
     sentences: list[Sentence] = field(default_factory=list)
-
-    def clauses(self) -> list[Clause]:
-        return [clause for sentence in self.sentences for clause in sentence.clauses]
 
     def marked(self, category: str) -> bool:
         """Tell whether any sentence has a marker of `category`."""
@@ -107,58 +120,86 @@ def _lines(norm: str) -> list[tuple[int, int]]:
         start = end + 1
 
 
-def _units(found: list[Token], lexicon: Lexicon) -> list[Unit]:
-    units: list[Unit] = []
-    at = 0
-    while at < len(found):
-        token = found[at]
-        if token.kind == "p":
-            units.append(Unit(CHECKS.get(token.norm, token.norm), token.start, token.end, "p"))
-            at += 1
-            continue
-        if token.kind == "q":
-            units.append(Unit(token.norm, token.start, token.end, "q", True))
-            at += 1
-            continue
-        size, entry = lexicon.grammar.longest(found, at)
-        last = found[at + size - 1]
-        norm = token.norm if size == 1 else " ".join(t.norm for t in found[at:at + size])
-        number = token.value if token.kind == "n" else None
-        if number is None and entry:
-            number = next((cats["number"] for cats in entry.values() if "number" in cats), None)
-        units.append(Unit(norm, token.start, last.end, token.kind, token.cap, entry, number, token.moment))
-        at += size
-    return units
+def _lex(found: list[Token], lexicon: Lexicon) -> tuple[list[Unit], dict[str, int], dict[str, list], bool]:
+    """Read a sentence's tokens into units, and count its language votes and marker categories.
 
-
-def _language(found: list[Token], units: list[Unit], lexicon: Lexicon,
-              fallback: str) -> tuple[str, dict[str, list[tuple[str, int]]]]:
-    """Return the language of a sentence and the marker categories found in it.
-
-    A marker word counts one vote, and so does every word or phrase of the grammar tables that only one
-    language has ("ho", "righe", "erstellt"): a sentence is in the language its words belong to.
+    Markers (language markers, earlier-turn phrases, signals) are matched at every word and hide nothing; the
+    grammar is matched longest first. A marker word counts one vote, and so does every word or phrase of the
+    grammar that only one language has ("ho", "righe", "erstellt"): a sentence is in the language its words
+    belong to.
     """
+    markers, grammar = lexicon.markers, lexicon.grammar
     votes: dict[str, int] = {}
     marks: dict[str, list[tuple[str, int]]] = {}
-    for unit in units:
-        if unit.entry and len(unit.entry) == 1:
-            language = next(iter(unit.entry))
-            votes[language] = votes.get(language, 0) + 1
-    for at in range(len(found)):
-        if found[at].kind not in ("w", "n"):
+
+    def tally(entry: Entry, at: int) -> None:
+        for language, cats in entry.items():
+            for category in cats:
+                if category == "marker":
+                    votes[language] = votes.get(language, 0) + 1
+                else:
+                    marks.setdefault(category, []).append((language, at))
+
+    for at, token in enumerate(found):
+        if token.kind == "w" or token.kind == "n":
+            entry = markers.word(token)
+            if entry:
+                tally(entry, at)
+            if token.norm in markers.firsts:
+                for phrase in markers.phrases_at(found, at):
+                    tally(phrase.entry, at)
+    units: list[Unit] = []
+    append = units.append
+    at, count = 0, len(found)
+    claiming, stating, timing = grammar.claiming, grammar.stating, grammar.timing
+    candidate = stated = timed = False
+    while at < count:
+        token = found[at]
+        kind = token.kind
+        if kind == "p":
+            mark = CHECKS.get(token.norm, token.norm)
+            candidate = candidate or mark == "check"
+            append(Unit(mark, token.start, token.end, "p"))
+            at += 1
             continue
-        for _size, entry in lexicon.markers.all_at(found, at):
-            for language, cats in entry.items():
-                for category in cats:
-                    if category == "marker":
-                        votes[language] = votes.get(language, 0) + 1
-                    else:
-                        marks.setdefault(category, []).append((language, at))
+        if kind == "q":
+            append(Unit(token.norm, token.start, token.end, "q", True))
+            at += 1
+            continue
+        size, entry = 1, None
+        if token.norm in grammar.firsts:
+            phrases = grammar.phrases_at(found, at)
+            if phrases:
+                size, entry = len(phrases[0].rest) + 1, phrases[0].entry
+        if entry is None:
+            entry = grammar.word(token)
+        if size == 1:
+            unit = Unit(token.norm, token.start, token.end, kind, token.cap, entry, token.value, token.moment)
+        else:
+            unit = Unit(" ".join(t.norm for t in found[at:at + size]), token.start, found[at + size - 1].end, kind,
+                        token.cap, entry, token.value, token.moment)
+        if entry:
+            key = id(entry)
+            candidate = candidate or key in claiming
+            stated = stated or key in stating
+            timed = timed or key in timing
+            if len(entry) == 1:
+                language = next(iter(entry))
+                votes[language] = votes.get(language, 0) + 1
+            if unit.value is None:
+                unit.value = next((cats["number"] for cats in entry.values() if "number" in cats), None)
+        append(unit)
+        at += size
+    return units, votes, marks, candidate or stated and timed
+
+
+def _leader(votes: dict[str, int], fallback: str) -> str:
+    """Return the language with the most votes; the fallback wins a tie it is part of."""
     if not votes:
-        return fallback, marks
+        return fallback
     best = max(votes.values())
     leaders = [language for language, count in votes.items() if count == best]
-    return (fallback if fallback in leaders else sorted(leaders)[0]), marks
+    return fallback if fallback in leaders else sorted(leaders)[0]
 
 
 def _subject(unit: Unit, language: str) -> bool:
@@ -228,16 +269,18 @@ def read(source: str, lexicon: Lexicon, locale: str | None = None) -> Reading:
     pending: list[tuple[list[Token], int, str]] = []
     for number, (start, end) in enumerate(spans):
         line = norm[start:end]
+        if not line or line.isspace():
+            continue
         if FENCE.match(line):
             in_code = not in_code
             continue
         kind, begin = ("code", start) if in_code else ("prose", start)
         if not in_code:
-            if HEADING.match(line) or QUOTE.match(line) or TABLE_RULE.fullmatch(line) and "-" in line:
+            if HEADING.match(line) or QUOTE.match(line) or _rule(line):
                 continue
             if line.lstrip().startswith("|"):
                 following = norm[spans[number + 1][0]:spans[number + 1][1]] if number + 1 < len(spans) else ""
-                if TABLE_RULE.fullmatch(following) and "-" in following:
+                if _rule(following):
                     # The header names the columns: a table of changes, or data ("| Name | Email | Status |")
                     table = "table" if _lists_changes(tokens(text, start, end, lexicon.splitter), lexicon) else "data"
                     continue
@@ -249,38 +292,37 @@ def read(source: str, lexicon: Lexicon, locale: str | None = None) -> Reading:
         found = [t for t in tokens(text, begin, end, lexicon.splitter) if not (t.kind == "p" and t.norm in FORMATTING)]
         if found:
             pending.append((found, number, kind))
-    votes: dict[str, int] = {}
-    for found, _number, _kind in pending:
-        for token in found:
-            if token.kind == "w":
-                for language, cats in (lexicon.markers.words.get(token.norm) or EMPTY).items():
-                    if "marker" in cats:
-                        votes[language] = votes.get(language, 0) + 1
-                entry = lexicon.grammar.words.get(token.norm)
-                if entry and len(entry) == 1:
-                    language = next(iter(entry))
-                    votes[language] = votes.get(language, 0) + 1
-    if votes:
-        best = max(votes.values())
-        reading.language = fallback if votes.get(fallback) == best else max(votes, key=lambda k: (votes[k], k == "en"))
+    read_sentences = []
+    total: dict[str, int] = {}
     for found, number, kind in pending:
         for piece in _sentences(found, norm):
-            units = _units(piece, lexicon)
-            language, marks = _language(piece, units, lexicon, reading.language)
-            clauses = _clauses(units, norm, language, sentence_number, number, kind)
-            _mark_questions(clauses, language)
-            if clauses:
-                moment = any(code == language for code, _at in marks.get("moment", ())) or any(
-                    u.moment for c in clauses for u in c.units)
-                reading.sentences.append(Sentence(sentence_number, language, clauses, marks, moment))
-                sentence_number += 1
+            units, votes, marks, candidate = _lex(piece, lexicon)
+            for language, count in votes.items():
+                total[language] = total.get(language, 0) + count
+            read_sentences.append((units, votes, marks, number, kind, candidate))
+    if total:
+        best = max(total.values())
+        reading.language = fallback if total.get(fallback) == best else max(total, key=lambda k: (total[k], k == "en"))
+    for units, votes, marks, number, kind, candidate in read_sentences:
+        if all(unit.kind == "p" and unit.norm not in ("check", "cross") for unit in units):
+            continue
+        language = _leader(votes, reading.language)
+        moment = any(code == language for code, _at in marks.get("moment", ())) or any(u.moment for u in units)
+        reading.sentences.append(Sentence(sentence_number, language, units, marks, moment, candidate, number, kind,
+                                          norm))
+        sentence_number += 1
     return reading
+
+
+def _rule(line: str) -> bool:
+    """Tell whether a line is a table's rule (|---|:---:|) or a horizontal rule (---)."""
+    return "--" in line and RULE_CHARACTERS.issuperset(line)
 
 
 def _lists_changes(header: list[Token], lexicon: Lexicon) -> bool:
     """Tell whether a table's header is that of a list of changes: a kind of object ("Table") or a change word."""
     for token in header:
-        entry = lexicon.grammar.words.get(token.norm) or EMPTY
+        entry = lexicon.grammar.word(token) or EMPTY
         if any("change_headers" in cats or cats.get("object") in HEADER_KINDS for cats in entry.values()):
             return True
     return False

@@ -21,7 +21,8 @@ from app.policy.claims.things import Thing
 if TYPE_CHECKING:
     from app.policy.claims.finder import Finder
 
-GUARDS = ("negation", "modal", "conditional", "request")
+GUARDS = frozenset({"negation", "modal", "conditional", "request", "first_person", "other_persons"})
+STATE_WORDS = frozenset({"completion", "state_verbs"})
 ALONE = ("completion", "everything", "state_adverbs", "state_verbs", "state_passive", "adverb_passive")
 
 
@@ -37,6 +38,9 @@ class StateReader:
         marks = [u.norm for u in units if u.kind == "p"]
         if "cross" in marks:
             return []
+        if "check" not in marks and not any(u.entry and any(STATE_WORDS & cats.keys() for cats in u.entry.values())
+                                            for u in units):
+            return []  # most clauses: nothing of a state
         completion = next((i for i, u in enumerate(units) if "completion" in u.cats(language)), None)
         if completion is not None and completion > 0 and "determiners" in units[completion - 1].cats(language):
             completion = None  # "la lista", "tus listas": a noun
@@ -50,12 +54,10 @@ class StateReader:
         verb = next((i for i, u in enumerate(units) if "state_verbs" in u.cats(language)), None)
         if completion is None and "check" not in marks and verb is None:
             return []
-        if any(any(g in u.cats(language) for g in GUARDS) for u in units):
-            return []
-        if any("first_person" in u.cats(language) or "other_persons" in u.cats(language) for u in units):
-            return []  # "I'm ready", "you're all set": a person, not a change
+        if any(not GUARDS.isdisjoint(u.cats(language)) for u in units):
+            return []  # a negation, a modal, a condition; "I'm ready", "you're all set": a person, not a change
         finder = self.finder
-        things = finder.namer.things(clause, frozenset({completion} if completion is not None else ()), language)
+        things = finder.things(clause, frozenset({completion} if completion is not None else ()), language)
         known = [t for t in things if (t.known or t.pronoun) and not t.with_]
         earlier = "earlier" in sentence.marks
         if completion is not None:
@@ -97,7 +99,7 @@ class StateReader:
         main = next((t for t in known if not t.place), None)
         if main is None and before is not None and before.line == clause.line and (
                 clause.joint in (":", "|", "-") or before.closing in (":", "|", "-")):
-            main = next((t for t in finder.namer.things(before) if (t.known or t.pronoun) and not t.place), None)
+            main = next((t for t in finder.things(before) if (t.known or t.pronoun) and not t.place), None)
         if main is None:
             only = all(u.kind == "p" or any(c in u.cats(language) for c in ALONE) for u in clause.units)
             if not alone or not only:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from app.policy.claims.reading import Clause, Unit
 from app.policy.claims.wording import Text
 
-FUNCTION_WORDS = ("determiners", "prepositions", "pronouns", "first_person", "other_persons", "perfect", "passive",
-                  "perfect_first", "state_passive", "adverb_passive", "negation", "modal", "breaks", "coordinators",
-                  "state_adverbs", "questions", "conditional", "with", "now", "state_verbs", "everything", "self")
+FUNCTION_WORDS = frozenset({
+    "determiners", "prepositions", "pronouns", "first_person", "other_persons", "perfect", "passive", "perfect_first",
+    "state_passive", "adverb_passive", "negation", "modal", "breaks", "coordinators", "state_adverbs", "questions",
+    "conditional", "with", "now", "state_verbs", "everything", "self", "done", "past"})
 MAX_NAME_WORDS = 4
 
 
@@ -42,17 +43,21 @@ class Thing:
 
 def kind_of(unit: Unit, language: str) -> str | None:
     """Return the kind a noun names, in its language first; a capitalised soft noun ("Contacts") is a name."""
-    cats = unit.cats(language)
-    kind = cats.get("object") or unit.anywhere("object")
-    if kind is None:
-        soft = cats.get("soft_object") or unit.anywhere("soft_object")
-        kind = soft if soft and not unit.cap else None
+    if language in unit.kinds:
+        return unit.kinds[language]
+    kind = None
+    if unit.entry:
+        cats = unit.cats(language)
+        kind = cats.get("object") or unit.anywhere("object")
+        if kind is None:
+            soft = cats.get("soft_object") or unit.anywhere("soft_object")
+            kind = soft if soft and not unit.cap else None
+    unit.kinds[language] = kind
     return kind
 
 
 def _function_word(unit: Unit, language: str) -> bool:
-    cats = unit.cats(language)
-    return any(category in cats for category in FUNCTION_WORDS) or "done" in cats or "past" in cats
+    return not FUNCTION_WORDS.isdisjoint(unit.cats(language))
 
 
 def is_name(unit: Unit, language: str, first: bool, capitalised_nouns: bool) -> bool:

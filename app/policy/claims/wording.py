@@ -121,7 +121,7 @@ class Splitter:
         return [*pieces, (word, start, end)]
 
 
-@dataclass
+@dataclass(slots=True)
 class Token:
     """One token of the normalised text: a word, a number, a quoted name or a punctuation mark."""
 
@@ -138,7 +138,7 @@ class Token:
 def tokens(text: Text, start: int, end: int, splitter: Splitter) -> list[Token]:
     """Return the tokens of the normalised text between `start` and `end`."""
     out: list[Token] = []
-    norm = text.norm
+    norm, source, origin = text.norm, text.source, text.origin
     for match in TOKEN.finditer(norm, start, end):
         kind = match.lastgroup or "p"
         piece, at = match.group(), match.start()
@@ -147,7 +147,8 @@ def tokens(text: Text, start: int, end: int, splitter: Splitter) -> list[Token]:
                 for word, a, b in splitter.split(piece, at):
                     out.append(Token(word, a, b, "w", text.capitalised(a)))
             else:
-                out.append(Token(piece, at, match.end(), "w", text.capitalised(at)))
+                first = source[at if origin is None else origin[at]]
+                out.append(Token(piece, at, match.end(), "w", first.isupper()))
         elif kind == "n":
             whole = INTEGER.fullmatch(piece)
             value = int(re.sub(r"[,.]", "", piece)) if whole and len(piece) <= 9 else None

@@ -26,6 +26,7 @@ from app.policy import claims  # noqa: E402
 from app.policy.claims import Change, Suggestion  # noqa: E402
 
 ROUNDS = 60
+LONG = 200
 TOOLS = ["create_table", "update_table", "list_tables", "describe_table", "create_rows_in_table_5",
          "update_rows_in_table_5", "delete_rows_in_table_5", "store_in_memory", "search_knowledge"]
 LEDGER = [Change("create_table", "create", "table", "Contacts", 3, "succeeded"),
@@ -84,6 +85,36 @@ ANSWERS = {
         "- Leads: aktualisiert\n\nSonst habe ich nichts geändert. Wenn du möchtest, kann ich die übrigen 12 "
         "Kontakte aus deiner CSV-Datei importieren oder einen Auslöser anlegen, der dich benachrichtigt, sobald "
         "ein Lead qualifiziert ist. Soll ich ein Feld für die Stadt hinzufügen?"),
+    "en_long": (
+        "Here is what I did for the quarterly clean-up you asked for. First, I looked at the three tables you "
+        "named. The Contacts table had 214 rows, of which 37 had no email address and 12 were exact duplicates "
+        "of another row (same name, same phone). I did not delete the duplicates: two of them have different "
+        "notes, and you may want to keep those notes. Instead I created the table Contacts and added 3 rows for "
+        "the new partners you listed, each with name, email, phone and company filled in.\n\n"
+        "Second, the Leads table: I updated its Status field so that it now offers the choices New, Contacted, "
+        "Qualified and Lost, as you wanted; the 58 existing leads keep their current status. No lead was "
+        "removed. Third, the Orders table, which I created in my previous answer, still has no rows: the CSV "
+        "file you attached lists 12 orders, but 4 of them refer to customers that are not in Contacts, so I "
+        "have not imported anything yet.\n\n"
+        "What I suggest next:\n\n1. Decide what to do with the 12 duplicates (I can merge them, keeping both "
+        "notes).\n2. Tell me whether the 4 orders without a known customer should create new contacts.\n"
+        "3. If you want a weekly reminder to review new leads, I can set up a trigger that notifies you every "
+        "Monday at 9:00.\n\nI suggested the cards layout for your lists, since most of your tables have few "
+        "fields: accept it on its card if you like it, nothing changes until you do. Let me know how you want "
+        "to proceed, and I will do the rest in one go."),
+    "it_long": (
+        "Ecco cosa ho fatto per la pulizia trimestrale che mi hai chiesto. Ho controllato le tre tabelle che "
+        "hai indicato. La tabella Contatti aveva 214 righe: 37 senza indirizzo email e 12 duplicati esatti di "
+        "un'altra riga. Non ho eliminato i duplicati, perché due di loro hanno note diverse che potresti voler "
+        "conservare. Ho invece creato la tabella Contatti e ho aggiunto tre righe per i nuovi partner che mi "
+        "hai elencato, con nome, email, telefono e azienda.\n\nPoi ho aggiornato la tabella Leads: il campo "
+        "Stato ora offre le scelte Nuovo, Contattato, Qualificato e Perso; i 58 lead esistenti mantengono il "
+        "loro stato. Nessun lead è stato rimosso. La tabella Ordini, che ho creato nella risposta precedente, "
+        "non ha ancora righe: il file CSV che hai allegato elenca 12 ordini, ma 4 riguardano clienti che non "
+        "sono in Contatti, quindi non ho importato nulla.\n\nCosa ti propongo:\n\n- Decidere cosa fare dei "
+        "12 duplicati (posso unirli conservando entrambe le note).\n- Dirmi se i 4 ordini senza cliente noto "
+        "devono creare nuovi contatti.\n- Se vuoi un promemoria settimanale, posso creare un trigger che ti "
+        "avvisi ogni lunedì alle 9:00.\n\nFammi sapere come vuoi procedere e farò il resto in una volta sola."),
     "mixed_long": (
         "Done! I've created the table Contacts and added 3 rows. The Contacts table: ready. It holds 3 new rows "
         "now.\n\n```\nContacts: created (3 rows)\nLeads: updated\n```\n\nPoi ho aggiornato la tabella Leads. "
@@ -111,6 +142,7 @@ def main() -> int:
     figures = Figures()
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
     cpu: list[float] = []
+    long: list[float] = []
     wall: list[float] = []
     rendering: list[float] = []
     for text in ANSWERS.values():  # warm the caches of the regular expressions
@@ -121,6 +153,8 @@ def main() -> int:
             start_cpu, start_wall = time.process_time(), time.perf_counter()
             review(text)
             cpu.append(time.process_time() - start_cpu)
+            if len(text.split()) >= LONG:
+                long.append(cpu[-1])
             wall.append(time.perf_counter() - start_wall)
             start_cpu = time.process_time()
             markdown.render(text)
@@ -130,6 +164,9 @@ def main() -> int:
     figures.report("claims_answer_words", words, "words (mean of the realistic answers)")
     figures.report("claims_review_p50", percentile(cpu, 0.5) * 1000, "ms CPU")
     figures.report("claims_review_p95", p95, "ms CPU", "≤ 5 ms", p95 <= 5.0)
+    long_p95 = percentile(long, 0.95) * 1000
+    figures.report("claims_review_long_p95", long_p95, f"ms CPU (answers of {LONG} words or more)", "≤ 5 ms",
+                   long_p95 <= 5.0)
     figures.report("claims_review_wall_p95", percentile(wall, 0.95) * 1000, "ms wall (shared machine)")
     figures.report("claims_review_vs_markdown_p50", percentile(cpu, 0.5) / percentile(rendering, 0.5),
                    "× a Markdown render of the same answer")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Iterable
+from functools import lru_cache
 
 from app.policy.claims.lexicon import Lexicon, singular, tool_kind
 from app.policy.claims.records import (
@@ -38,6 +39,7 @@ TEXTUAL = ("create", "update", "delete", "run", "send", None)
 _SEPARATORS = re.compile(r"[\s_\-.'\"`«»]+")
 
 
+@lru_cache(maxsize=4096)
 def name_key(name: str) -> str:
     """Return the form two names are compared in: case-folded, separators made spaces, no plural s."""
     words = _SEPARATORS.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip().split()

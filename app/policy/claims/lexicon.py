@@ -77,9 +77,8 @@ class Index:
         self.firsts: frozenset[str] = frozenset()
         self.numbers: set[str] = set()
         self._prefixed: dict[str, Entry | None] = {}
-        self.claiming: frozenset[int] = frozenset()
-        self.stating: frozenset[int] = frozenset()
-        self.timing: frozenset[int] = frozenset()
+        self.facts: dict[int, tuple[str | None, int | None, bool, bool, bool]] = {}
+        """id of an entry -> its only language, its number, whether it may claim, state, or say now/new."""
 
     def add(self, pieces: list[str], language: str, category: str, value: Any) -> None:
         first, rest = pieces[0], tuple(pieces[1:])
@@ -107,12 +106,16 @@ class Index:
         self.numbers = numbers
         entries = [*self.words.values(), *(p.entry for found in self.phrases.values() for p in found.values())]
 
-        def having(categories: set[str]) -> frozenset[int]:
-            return frozenset(id(e) for e in entries if any(categories & cats.keys() for cats in e.values()))
+        def having(entry: Entry, categories: set[str]) -> bool:
+            return any(categories & cats.keys() for cats in entry.values())
 
-        self.claiming = having({"done", "past", "first_person_past", "completion"})
-        self.stating = having({"state_verbs"})
-        self.timing = having({"now", "new"})
+        for entry in entries:  # what a reader needs of an entry, looked up once
+            self.facts[id(entry)] = (
+                next(iter(entry)) if len(entry) == 1 else None,
+                next((cats["number"] for cats in entry.values() if "number" in cats), None),
+                having(entry, {"done", "past", "first_person_past", "completion"}),
+                having(entry, {"state_verbs"}),
+                having(entry, {"now", "new"}))
 
     def phrases_at(self, found: list[Token], at: int) -> list[Phrase]:
         """Return the phrases that start at `at`, longest first."""
@@ -197,6 +200,7 @@ class Lexicon:
     kinds: Kinds
     nouns: dict[str, str]
     """English nouns of a kind (singular and plural), for reading tool names."""
+    tool_kinds: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
 def _checked(path: Path, schema: dict[str, Any]) -> dict[str, Any]:
@@ -320,6 +324,15 @@ def load(folder: Path = WORDS) -> Lexicon:
 
 def tool_kind(name: str, lexicon: Lexicon) -> tuple[str | None, str | None]:
     """Return the action and kind a tool's name says it changes ("create_ticket": create, ticket)."""
+    known = lexicon.tool_kinds.get(name)
+    if known is None:
+        known = _read_tool_name(name, lexicon)
+        if len(lexicon.tool_kinds) < MAX_CACHED:
+            lexicon.tool_kinds[name] = known
+    return known
+
+
+def _read_tool_name(name: str, lexicon: Lexicon) -> tuple[str | None, str | None]:
     for pattern, action, kind in lexicon.kinds.tools:
         if fnmatch.fnmatchcase(name, pattern):
             return action, kind

@@ -44,7 +44,7 @@ class Unit:
     entry: Entry | None = None
     value: int | None = None
     moment: bool = False
-    kinds: dict[str, str | None] = field(default_factory=dict)
+    kinds: dict[str, str | None] | None = None
     """The kind of object it names, per language (things.kind_of keeps it here)."""
 
     def cats(self, language: str) -> dict[str, Any]:
@@ -140,18 +140,21 @@ def _lex(found: list[Token], lexicon: Lexicon) -> tuple[list[Unit], dict[str, in
                 else:
                     marks.setdefault(category, []).append((language, at))
 
+    marker_words, marker_firsts, facts = markers.words, markers.firsts, grammar.facts
     for at, token in enumerate(found):
         if token.kind == "w" or token.kind == "n":
-            entry = markers.word(token)
+            entry = marker_words.get(token.norm)
+            if entry is None and token.kind == "w":
+                entry = markers.word(token)
             if entry:
                 tally(entry, at)
-            if token.norm in markers.firsts:
+            if token.norm in marker_firsts:
                 for phrase in markers.phrases_at(found, at):
                     tally(phrase.entry, at)
     units: list[Unit] = []
     append = units.append
     at, count = 0, len(found)
-    claiming, stating, timing = grammar.claiming, grammar.stating, grammar.timing
+    grammar_words, grammar_firsts = grammar.words, grammar.firsts
     candidate = stated = timed = False
     while at < count:
         token = found[at]
@@ -167,27 +170,26 @@ def _lex(found: list[Token], lexicon: Lexicon) -> tuple[list[Unit], dict[str, in
             at += 1
             continue
         size, entry = 1, None
-        if token.norm in grammar.firsts:
+        if token.norm in grammar_firsts:
             phrases = grammar.phrases_at(found, at)
             if phrases:
                 size, entry = len(phrases[0].rest) + 1, phrases[0].entry
         if entry is None:
-            entry = grammar.word(token)
+            entry = grammar_words.get(token.norm)
+            if entry is None and grammar.prefixes:
+                entry = grammar.word(token)
         if size == 1:
             unit = Unit(token.norm, token.start, token.end, kind, token.cap, entry, token.value, token.moment)
         else:
             unit = Unit(" ".join(t.norm for t in found[at:at + size]), token.start, found[at + size - 1].end, kind,
                         token.cap, entry, token.value, token.moment)
         if entry:
-            key = id(entry)
-            candidate = candidate or key in claiming
-            stated = stated or key in stating
-            timed = timed or key in timing
-            if len(entry) == 1:
-                language = next(iter(entry))
-                votes[language] = votes.get(language, 0) + 1
+            only, number, claims, states, times = facts[id(entry)]
+            candidate, stated, timed = candidate or claims, stated or states, timed or times
+            if only is not None:
+                votes[only] = votes.get(only, 0) + 1
             if unit.value is None:
-                unit.value = next((cats["number"] for cats in entry.values() if "number" in cats), None)
+                unit.value = number
         append(unit)
         at += size
     return units, votes, marks, candidate or stated and timed

@@ -43,7 +43,9 @@ class Thing:
 
 def kind_of(unit: Unit, language: str) -> str | None:
     """Return the kind a noun names, in its language first; a capitalised soft noun ("Contacts") is a name."""
-    if language in unit.kinds:
+    if unit.kinds is None:
+        unit.kinds = {}
+    elif language in unit.kinds:
         return unit.kinds[language]
     kind = None
     if unit.entry:

@@ -76,6 +76,8 @@ ENGLISH = [
     ("I added a dozen rows to Contacts.", ["create row in Contacts x12"]),
     ("I added three rows to Contacts.", ["create row in Contacts x3"]),
     ("I created a short summary below.", ["create ?"]),
+    ("I created the table, shall I add rows?", ["create table"]),  # the question is only the last clause
+    ("I've created the table Contacts, would you like me to add rows?", [CONTACTS]),
 ]
 
 STATES = [
@@ -231,7 +233,9 @@ NOT_CLAIMS = [
     "Here is the list of contacts.", "I cannot see that table: you have no access to it.",
     "The table will be created when you confirm.", "I am going to create the table.", "I could have deleted it.",
     "Do you want me to add 3 rows?", "It will change once you accept.", "You can accept or refuse the suggestion.",
-    "Ready when you are.", "Which fields should the Contacts table have?",
+    "Ready when you are.", "Which fields should the Contacts table have?", "Done?", "Was the table deleted?",
+    "Have you created the table Contacts?", "Is the table ready?", "¿Se ha eliminado la fila?",
+    "È stata creata la tabella?", "La table a-t-elle été supprimée ?", "Wurde die Tabelle gelöscht?",
     # data read back, not changes
     "Here are your orders:\n- Order 12: delivered\n- Order 13: cancelled\n- Order 14: sent",
     "| Name | Email | Status |\n|---|---|---|\n| Ada | ada@example.com | created |\n| Bob | bob@example.com | ok |",

@@ -233,7 +233,9 @@ def _clauses(units: list[Unit], norm: str, language: str, number: int, line: int
     for at, unit in enumerate(units):
         if unit.kind == "p":
             mark = "-" if unit.norm == "-" and _spaced(norm, Token("-", unit.start, unit.end, "p")) else unit.norm
-            if mark in CLAUSE_MARKS or mark == "-":
+            if mark in SENTENCE_ENDS:
+                close(mark, "start")
+            elif mark in CLAUSE_MARKS or mark == "-":
                 close(mark, CLAUSE_MARKS.get(mark, "-"))
                 if mark == "|":
                     cell += 1

@@ -9,7 +9,7 @@ when the answer
   (action memory), a reused resource or an explicit no-op never supports a new change claim; a partial
   result supports an answer that says what is unfinished.
 When the retries run out the answer says it is unfinished; the turn's tool results stay in its steps.
-The claim patterns are those of app/policy/claims.py (English and Italian). While on, the answer is
+The claims are found by app/policy/claims/ (five languages, word tables). While on, the answer is
 held back and shown once checked.
 """
 

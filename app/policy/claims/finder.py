@@ -5,40 +5,26 @@ it in its own language: a perfect auxiliary with the speaker as subject ("I have
 "ich habe"), a passive ("was", "è stata", "a été", "fue", "wurde"), a first-person subject before a simple
 past ("I created", "creé"), the clause it is coordinated with ("I created the table and added 3 rows"), or a
 telegraphic or status position ("Created the table Contacts", "Table Contacts created", "- Contacts: created",
-"| Contacts | created |"). It is no claim when its clause negates it, asks, offers, plans or supposes it
-(modal, conditional, question), or reports the user's request; a passive with an explicit time or another
-person as agent describes past data, not this turn. States say a change without a verb ("The Contacts table:
+"| Contacts | created |"); licensing.py says when. A passive with an explicit time or another person as
+agent describes past data, not this turn. States say a change without a verb ("The Contacts table:
 ready", "It holds 3 new rows now", "Your lists now show as cards", ✅ beside a name) and are read in
 states.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from app.policy.claims.lexicon import Lexicon
+from app.policy.claims.licensing import STATUS_MARKS, Licence, licence
 from app.policy.claims.reading import Clause, Reading, Sentence, Unit
 from app.policy.claims.records import Claim
 from app.policy.claims.states import StateReader
-from app.policy.claims.things import Namer, Thing, kind_of
+from app.policy.claims.things import Namer, Thing
 
-AUXILIARIES = ("passive", "state_passive", "adverb_passive", "perfect_first", "perfect", "pluperfect")
-BLOCKERS = ("modal", "request", "conditional")
 VERB_FORMS = ("done", "past", "first_person_past")
-NP_WORDS = ("determiners", "new", "everything", "state_adverbs")
-AFTER_WORDS = ("prepositions", "determiners", "with", "state_adverbs", "new", "everything")
-STATUS_MARKS = (":", "|", "-")
 SENTENCE_VERBS = ("done", "past", "first_person_past", "state_verbs", "perfect", "perfect_first", "passive",
                   "state_passive", "adverb_passive", "modal", "completion")
-
-
-@dataclass
-class Licence:
-    form: str
-    language: str
-    negated: bool = False
-    earlier: bool = False
-    person: str | None = None
 
 
 class Finder:
@@ -121,9 +107,9 @@ class Finder:
             return made  # a row of a table of data: its cells are values, not claims
         for at, unit in enumerate(clause.units):
             for language, form, action in self._verbs(unit, clause.language):
-                licence = self.licence(clause, at, language, form, sentence)
-                if licence is not None:
-                    made.extend(self.claim(clause, at, action, licence, sentence, before, after))
+                found = licence(self.lexicon, clause, at, language, form, self.context)
+                if found is not None:
+                    made.extend(self.claim(clause, at, action, found, sentence, before, after))
                     break
             if made:
                 break
@@ -163,128 +149,6 @@ class Finder:
                 self.context.negated = True
 
     # -- licensing -----------------------------------------------------------------------------------------------
-
-    def licence(self, clause: Clause, verb: int, language: str, form: str, sentence: Sentence) -> Licence | None:
-        """Return what makes the verb at `verb` a claim of a finished change, or None."""
-        if clause.question or clause.hypothetical:
-            return None
-        units = clause.units
-        grammar = self.lexicon.languages[language]
-
-        def cats(index: int) -> dict:
-            return units[index].cats(language)
-
-        if verb > 0 and "infinitive" in cats(verb - 1):
-            return None
-        aux: dict[str, int] = {}
-        subjects: list[tuple[int, str]] = []
-        for index in range(verb - 1, -1, -1):
-            here = cats(index)
-            if not here:
-                continue
-            for kind in AUXILIARIES:
-                if kind in here and kind not in aux and verb - index <= grammar.window:
-                    aux[kind] = index
-            if "first_person" in here or form == "past" and "past_subjects" in here:
-                subjects.append((index, "first"))
-            elif "other_persons" in here:
-                subjects.append((index, "other"))
-        anchor = min((aux[k] for k in ("perfect_first", "perfect", "pluperfect") if k in aux), default=verb)
-        person, start = None, 0
-        for index, who in subjects:  # nearest first
-            if index < anchor:
-                person, start = who, index
-                break
-        if person is None:
-            person = next((who for index, who in subjects if index == anchor + 1), None)
-        region = range(start, verb)
-        used = set(aux.values())
-        negated = any("negation" in cats(i) for i in region)
-        negated |= any("object_negation" in cats(i) for i in range(verb + 1, min(verb + 3, len(units))))
-        if any(any(b in cats(i) for b in BLOCKERS) for i in region if i not in used):
-            return None
-        earlier = "pluperfect" in aux
-        adverb = any("state_adverbs" in cats(i) for i in range(len(units)))
-        found = None
-        if form == "first_person_past" and person != "other":
-            found = "active"
-        elif "passive" in aux or "state_passive" in aux or "adverb_passive" in aux and adverb:
-            found = "passive"
-        elif "perfect_first" in aux and person != "other":
-            found = "active"
-        elif ("perfect" in aux or "pluperfect" in aux) and person == "first":
-            found = "active"
-        elif (form == "past" or form == "done" and grammar.past_is_done) and person == "first" and (
-                verb - next(i for i, who in subjects if who == "first") <= grammar.window):
-            found = "active"
-        if found is None and not aux and person is None and clause.joint in ("and", "or", ",") and (
-                self.context is not None and self.context.language == language):
-            found, negated = self.context.form, negated or self.context.negated
-        if found is None and person != "other":
-            found = self._telegraphic(clause, verb, language)
-            if found and ("habitual" in cats(verb) or any("habitual" in cats(i) for i in range(len(units)))):
-                found = None
-        if found is None:
-            return None
-        if found == "passive" and any("habitual" in cats(i) for i in range(len(units))):
-            return None
-        return Licence(found, language, negated, earlier, person)
-
-    def _content(self, clause: Clause, language: str) -> list[int]:
-        return [i for i, u in enumerate(clause.units)
-                if not (u.kind == "p" or "state_adverbs" in u.cats(language))]
-
-    def _telegraphic(self, clause: Clause, verb: int, language: str) -> str | None:
-        """Return "telegraphic" or "status" for a verb without subject or auxiliary in those positions."""
-        units = clause.units
-        content = self._content(clause, language)
-        if not content:
-            return None
-        here = units[verb].cats(language)
-        if "data_statuses" in here:
-            return None  # "Order 12: delivered": a status of data
-        rest = [i for i in content if i != verb]
-        status_line = clause.line_kind in ("item", "table") or clause.joint in STATUS_MARKS or (
-            clause.closing in (":",)) or clause.line_kind == "code" and clause.joint in (":", "-")
-        if not rest or all(units[i].value is not None or units[i].norm in ("check",) for i in rest):
-            if "completion" in here:
-                return None  # "Fatto!", "Done.": a completion, read as a state
-            return "status" if status_line or clause.joint == "start" and clause.closing in (".", "!", "") else None
-        if verb == content[0] and "imperatives" not in here:
-            following = units[verb + 1] if verb + 1 < len(units) else None
-            if following is not None and self._opens_object(units, verb + 1, language):
-                return "telegraphic"
-        if verb == content[-1] or all(self._after_word(units[i], language) for i in content if i > verb):
-            before = [i for i in content if i < verb]
-            if before and len(content) <= 8 and all(self._np_word(units[i], language) for i in before):
-                if any(kind_of(units[i], language) or units[i].cap or units[i].kind == "q" for i in before):
-                    return "telegraphic"
-        return None
-
-    @staticmethod
-    def _opens_object(units: list[Unit], at: int, language: str) -> bool:
-        unit = units[at]
-        cats = unit.cats(language)
-        if unit.kind == "q" or unit.value is not None or unit.cap or "determiners" in cats or "pronouns" in cats:
-            return True
-        if "new" in cats or "everything" in cats:
-            return True
-        if kind_of(unit, language):
-            following = units[at + 1] if at + 1 < len(units) else None
-            return following is None or following.cap or following.kind == "q"
-        return False
-
-    @staticmethod
-    def _np_word(unit: Unit, language: str) -> bool:
-        cats = unit.cats(language)
-        return (unit.kind == "q" or unit.value is not None or unit.cap or any(c in cats for c in NP_WORDS)
-                or kind_of(unit, language) is not None or unit.norm == "check")
-
-    @staticmethod
-    def _after_word(unit: Unit, language: str) -> bool:
-        cats = unit.cats(language)
-        return (unit.kind in ("q", "p") or unit.value is not None or unit.cap or any(c in cats for c in AFTER_WORDS)
-                or kind_of(unit, language) is not None)
 
     # -- the claim -----------------------------------------------------------------------------------------------
 

@@ -77,6 +77,22 @@ TRUE = [  # a correct answer about what was done: every claim is kept
     ("C'est fait : la table Contacts est créée.", [table("Contacts")]),
     ("Listo. La tabla Contactos está lista.", [table("Contactos")]),
     ("Erledigt! Die Tabelle Kontakte ist fertig.", [table("Kontakte")]),
+    # what models write about records: names, attributes and values of rows are no tables
+    ("Sure! I've set up a new table called **Contacts** with Name, Email and Phone fields.", [table("Contacts")]),
+    ("I've added Bob Stone (bob@example.com) to Contacts.", [rows("contacts", 1)]),
+    ("Bob's email has been updated to bob@new.example.com.", [rows("contacts", 1, "update")]),
+    ("I've updated 3 rows in Contacts: Ada, Bob and Carl now have the status Active.",
+     [rows("Contacts", 3, "update")]),
+    ("J'ai mis à jour l'adresse e-mail de Bob.", [rows("contacts", 1, "update")]),
+    ("Ich habe Bob zu den Kontakten hinzugefügt.", [rows("Kontakte", 1)]),
+    ("Ho aggiunto Bob Stone ai Contatti.", [rows("contatti", 1)]),
+    ("Your Sales agent now has the memory skill enabled.", [agent("Sales")]),
+    ("The Email field is now required in Contacts.", [changed("Contacts")]),
+    ("I removed the 2 duplicate entries from Leads, so it now has 40 rows.", [rows("Leads", 2, "delete")]),
+    ("Created a nightly trigger named Nightly that runs the Reporter agent at 9:00.", [trigger("Nightly")]),
+    ("✅ Added 3 rows to Contacts\n✅ Updated the Leads table", [rows("Contacts", 3), changed("Leads")]),
+    ("(Offline model) Here is what the tools returned:\n- `create_table` returned: Created the table Contacts "
+     "(contacts, id 5) with the fields name, email.", [table("Contacts")]),
 ]
 
 

@@ -76,6 +76,7 @@ ENGLISH = [
     ("I added a dozen rows to Contacts.", ["create row in Contacts x12"]),
     ("I added three rows to Contacts.", ["create row in Contacts x3"]),
     ("I created a short summary below.", ["create ?"]),
+    ("Created the table Contacts (contacts, id 5) with the fields name, email.", [CONTACTS]),
     ("I created the table, shall I add rows?", ["create table"]),  # the question is only the last clause
     ("I've created the table Contacts, would you like me to add rows?", [CONTACTS]),
 ]

@@ -36,6 +36,8 @@ NOT_DONE = {"failed": "failed", "no_op": "changed nothing (no-op)", "reused": "r
             "partial": "was partial"}
 TEXTUAL = ("create", "update", "delete", "run", "send", None)
 """Actions that also describe the answer itself ("I created a summary below"): an unknown noun falls back to kept."""
+_ENDING = re.compile(r"(?:es|en|s|n|e|i|a|o)$")
+"""An inflection a name may carry in a sentence: Contacts/Contact, Kontakten/Kontakte, Contatti/Contatto."""
 _SEPARATORS = re.compile(r"[\s_\-.'\"`«»]+")
 
 
@@ -43,7 +45,10 @@ _SEPARATORS = re.compile(r"[\s_\-.'\"`«»]+")
 def name_key(name: str) -> str:
     """Return the form two names are compared in: case-folded, separators made spaces, no plural s."""
     words = _SEPARATORS.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip().split()
-    return " ".join([*words[:-1], singular(words[-1])]) if words else ""
+    if not words:
+        return ""
+    last = _ENDING.sub("", words[-1]) if len(words[-1]) > 4 else words[-1]
+    return " ".join([*words[:-1], last])
 
 
 class Checker:
@@ -58,6 +63,7 @@ class Checker:
         self.tools = None if tools is None else [tool_kind(name, lexicon) for name in tools]
         self.calls = calls
         self.unfinished = unfinished
+        self.targets = {name_key(c.target) for c in self.changes if c.target}
         self.tool_nouns = {kind for _action, kind in self.tools or () if kind} | {c.object for c in self.changes
                                                                                if c.object}
 
@@ -83,11 +89,17 @@ class Checker:
             name = claim.target  # a claim about the table, a change of its rows
         elif named_by_container or kind is not None and change.object == self.kinds.container.get(kind):
             name = claim.container or (claim.target if kind is None else None)
+            if named_by_container and kind != change.object and name is not None and not self._a_target(name):
+                return True  # "Bob Stone: added", "Bob's email updated": a record's name, not a table's
         elif kind is None:
             name = claim.target or claim.container
         else:
             name = claim.target
         return name is None or name_key(name) == name_key(change.target)
+
+    def _a_target(self, name: str) -> bool:
+        """Tell whether a name is that of something the ledger changed (a table, an agent), not a record's."""
+        return name_key(name) in self.targets
 
     def matches(self, claim: Claim, kind: str | None, changes: list[Change]) -> list[Change]:
         return [c for c in changes if self.kind_fits(claim, c, kind) and self.target_fits(claim, c, kind)]

@@ -209,6 +209,9 @@ class Finder:
         """Apply kinds.toml: an action's forced kind, and an action read on a kind it does not apply to."""
         if action in self.kinds.forced_objects:
             return action, self.kinds.forced_objects[action]
+        taken = self.kinds.kind_actions.get(kind or "")
+        if taken is not None and action is not None and action not in taken:
+            return action, "field"  # "I updated Bob's email": a field of a record, nothing sent
         allowed = self.kinds.action_objects.get(action or "")
         if allowed is not None and kind is not None and kind not in allowed:
             return None, kind  # "I called the table Leads": some change of that table
@@ -266,11 +269,17 @@ class Finder:
         things = self.things(clause)
         model = self.previous[-1]
         count = next((u.value for u in clause.units if u.value is not None and not u.moment), None)
+        if clause.joint == "(" and not any(t.count is not None for t in things) and count is None:
+            return []  # "(contacts, id 5)": details of the thing named, "(3 rows)" is a claim of its own
         place = next((t.name for t in things if t.place and t.name), None)
         made = []
         for thing in things:
             if thing.place or thing.pronoun or not (thing.known or thing.count is not None):
                 continue
+            if thing.kind and model.object and thing.kind != model.object and (
+                    self.kinds.container.get(thing.kind) != model.object) or thing.kind and not model.object and (
+                    thing.count is None):
+                continue  # another kind of thing: a detail of the claim, not a second one
             kind = thing.kind or model.object
             holder = self.kinds.container.get(kind or "")
             container = place or (model.target if holder is not None and model.object in (holder, None)

@@ -189,6 +189,7 @@ class Kinds:
     tools: tuple[tuple[str, str, str], ...]
     tool_verbs: dict[str, str]
     places: dict[str, tuple[str, str]]
+    kind_actions: dict[str, frozenset[str]]
 
 
 @dataclass
@@ -251,7 +252,8 @@ def _kinds(data: dict[str, Any]) -> Kinds:
         support={_pair(claim): tuple(_pair(c) for c in changes) for claim, changes in data["support"].items()},
         tools=tuple((pattern, *_pair(spec)) for pattern, spec in data["tools"].items()),
         tool_verbs={word: action for action, words in data["tool_verbs"].items() for word in words},
-        places={kind: _pair(spec) for kind, spec in data.get("places", {}).items()})
+        places={kind: _pair(spec) for kind, spec in data.get("places", {}).items()},
+        kind_actions={kind: frozenset(actions) for kind, actions in data.get("kind_actions", {}).items()})
 
 
 def _pieces(entry: str, splitter: Splitter) -> list[str]:

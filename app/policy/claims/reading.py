@@ -220,12 +220,16 @@ def _clauses(units: list[Unit], norm: str, language: str, number: int, line: int
     clauses: list[Clause] = []
     current: list[Unit] = []
     joint, cell, hypothetical = "start", 0, False
+    interrupted: tuple[list[Unit], str] | None = None  # the clause a parenthesis interrupts
+    asides: list[Clause] = []
 
     def close(mark: str, next_joint: str) -> None:
         nonlocal current, joint
         if current:
             clauses.append(Clause(current, language, number, line, kind, joint, cell if kind == "table" else -1,
                                   closing=mark, hypothetical=hypothetical))
+            clauses.extend(asides)
+            asides.clear()
         elif mark and clauses:
             clauses[-1].closing = clauses[-1].closing or mark
         current, joint = [], next_joint
@@ -233,7 +237,14 @@ def _clauses(units: list[Unit], norm: str, language: str, number: int, line: int
     for at, unit in enumerate(units):
         if unit.kind == "p":
             mark = "-" if unit.norm == "-" and _spaced(norm, Token("-", unit.start, unit.end, "p")) else unit.norm
-            if mark in SENTENCE_ENDS:
+            if mark == "(" and interrupted is None and current:
+                interrupted, current, joint = (current, joint), [], "("
+            elif mark == ")" and interrupted is not None:
+                if current:
+                    asides.append(Clause(current, language, number, line, kind, "(", cell if kind == "table" else -1,
+                                         closing=")", hypothetical=hypothetical))
+                (current, joint), interrupted = interrupted, None
+            elif mark in SENTENCE_ENDS:
                 close(mark, "start")
             elif mark in CLAUSE_MARKS or mark == "-":
                 close(mark, CLAUSE_MARKS.get(mark, "-"))
@@ -258,7 +269,11 @@ def _clauses(units: list[Unit], norm: str, language: str, number: int, line: int
         if "conditional" in cats:
             hypothetical = True
         current.append(unit)
+    if interrupted is not None:  # a parenthesis never closed: the clause it interrupted ends there
+        saved, current_joint = interrupted
+        clauses.append(Clause(saved, language, number, line, kind, current_joint, closing="("))
     close("", "start")
+    clauses.extend(asides)
     return clauses
 
 

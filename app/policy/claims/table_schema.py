@@ -65,6 +65,7 @@ KINDS_TABLE: dict[str, Any] = {
             "type": "object", "additionalProperties": False,
             "properties": {"in": {"type": "string"}, "named_by_container": {"type": "boolean"}}}},
         "action_objects": {"type": "object", "propertyNames": {"enum": list(ACTIONS)}, "additionalProperties": WORDS},
+        "kind_actions": {"type": "object", "additionalProperties": {"type": "array", "items": {"enum": list(ACTIONS)}}},
         "forced_objects": {"type": "object", "propertyNames": {"enum": list(ACTIONS)},
                            "additionalProperties": {"type": "string"}},
         "support": {"type": "object", "propertyNames": PAIR, "additionalProperties": {"type": "array", "items": PAIR}},

@@ -126,6 +126,12 @@ class Namer:
             kind = kind_of(unit, language) if unit.kind == "w" else None
             following = units[at + 1] if at + 1 < len(units) and at + 1 not in skip else None
             head = kind_of(following, language) if following is not None and following.kind == "w" else None
+            if kind and unit.cap and at > 0 and not german and not head and not (
+                    following is not None and is_name(following, language, False, False)):
+                kind = None  # "with Name, Email and Phone": a capitalised noun mid-sentence names something
+                add(Thing(name=self.source([unit]), at=at))
+                at += 1
+                continue
             if head and kind and self.container.get(head) == kind:
                 add(Thing(kind, at=at, place=True))  # "the table rows": the rows' table
                 at += 1

@@ -31,7 +31,7 @@ TOKEN = re.compile(r"""
 |(?P<p>[^\w\s])
 """, re.X)
 INTEGER = re.compile(r"\d{1,3}(?:([,.])\d{3})?(?:\1\d{3})*|\d+")
-MOMENT = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}:\d{2}")
+MOMENT = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}")  # a date; a time of day is a schedule
 
 
 @dataclass

@@ -119,14 +119,20 @@ class Index:
 
     def phrases_at(self, found: list[Token], at: int) -> list[Phrase]:
         """Return the phrases that start at `at`, longest first."""
-        if at + 1 >= len(found) or found[at].norm not in self.firsts:
+        if at + 1 >= len(found):
             return []
-        token, following = found[at], found[at + 1]
-        candidates = [*self.pairs.get((token.norm, following.norm), ()), *self.loose.get(token.norm, ())]
+        norm = found[at].norm
+        paired = self.pairs.get((norm, found[at + 1].norm))
+        loose = self.loose.get(norm)
+        if paired is None and loose is None:
+            return []
         out = []
-        for phrase in candidates:
-            end = at + 1 + len(phrase.rest)
-            if end <= len(found) and all(_fits(p, found[at + 1 + i], self.numbers) for i, p in enumerate(phrase.rest)):
+        for phrase in (*(paired or ()), *(loose or ())):
+            rest = phrase.rest
+            if len(rest) == 1 and paired is not None and loose is None:
+                out.append(phrase)  # the pair itself matched: nothing more to compare
+            elif at + 1 + len(rest) <= len(found) and all(_fits(p, found[at + 1 + i], self.numbers)
+                                                         for i, p in enumerate(rest)):
                 out.append(phrase)
         if len(out) > 1:
             out.sort(key=lambda p: -len(p.rest))

@@ -31,6 +31,8 @@ def says_unfinished(reading: Reading) -> bool:
 def claims_mode_limit(reading: Reading) -> bool:
     """Tell whether an answer says a mode keeps it from doing something (modes never do)."""
     for sentence in reading.sentences:
+        if "mode" not in sentence.marks:
+            continue
         modes = _languages(sentence, "mode")
         if modes & (_languages(sentence, "inability") | _languages(sentence, "switch_mode")):
             return True

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from app.policy.claims import detect_language, find_claims
 from app.policy.schema_subset import InvalidJSON, compile_schema, loads_json
 
 # The kinds of target a page may declare, each with the names that identify one (targets.py checks them).
@@ -38,6 +39,12 @@ PENDING = {
           "you accept it.",
     "it": "Ho proposto una modifica. Attende la tua decisione: accettala o rifiutala nella sua scheda. "
           "Finché non la accetti non cambia nulla.",
+    "fr": "J'ai proposé une modification. Elle attend votre décision : acceptez-la ou refusez-la sur sa carte. "
+          "Rien ne change tant que vous ne l'acceptez pas.",
+    "es": "He propuesto un cambio. Espera tu decisión: acéptalo o recházalo en su tarjeta. Nada cambia hasta "
+          "que lo aceptes.",
+    "de": "Ich habe eine Änderung vorgeschlagen. Sie wartet auf dich: Nimm sie auf ihrer Karte an oder lehne "
+          "sie ab. Bis du sie annimmst, ändert sich nichts.",
 }
 
 
@@ -46,16 +53,23 @@ NOT_PROPOSED = {
           "refuse, and I made no suggestion in this answer.",
     "it": "Non è cambiato nulla: posso solo proporre modifiche a ciò che questa pagina offre, come schede che "
           "accetti o rifiuti, e in questa risposta non ho proposto nulla.",
+    "fr": "Rien n'a changé : je peux seulement proposer des modifications de ce que cette page permet, sous forme "
+          "de cartes que vous acceptez ou refusez, et je n'ai rien proposé dans cette réponse.",
+    "es": "No ha cambiado nada: solo puedo proponer cambios de lo que esta página ofrece, como tarjetas que "
+          "aceptas o rechazas, y en esta respuesta no he propuesto nada.",
+    "de": "Es hat sich nichts geändert: Ich kann nur Änderungen an dem vorschlagen, was diese Seite anbietet, als "
+          "Karten, die du annimmst oder ablehnst, und in dieser Antwort habe ich nichts vorgeschlagen.",
 }
 NOT_PROPOSED_FEEDBACK = (
     "Your answer says a change was applied, or points at a suggestion to accept, but no proposal was stored in "
     "this turn: nothing was changed and there is no card. Only a successful propose_* call makes a suggestion, "
     "and the server never applies one. Say what you can do, or make the proposal with the tool."
 )
-SUGGESTION_CLAIMS = (
-    re.compile(r"(?i)\b(?:i|we)(?:\s*'ve|\s+have|\s+just)?\s+(?:suggested|proposed|recommended)\b"),
+# "Accept it on its card": a pointer at a card, which only a stored proposal makes.
+CARD_POINTERS = (
     re.compile(r"(?i)\b(?:accept|refuse|approve)\s+(?:it|this|the\s+\w+\s+)?\s*(?:on|in|from)\s+(?:its|the)\s+card\b"),
-    re.compile(r"(?i)\b(?:ho|abbiamo)\s+propost[oaie]\b|\baccettal[ao]\b.{0,40}\bscheda\b"),
+    re.compile(r"(?i)\baccettal[ao]\b.{0,40}\bscheda\b|\bacceptez?-la\b.{0,40}\bcarte\b|\bacéptala\b.{0,40}\btarjeta\b"
+               r"|\bakzeptier(?:e|en\s+Sie)\b.{0,60}\bKarte\b"),
 )
 
 
@@ -130,20 +144,23 @@ class ProposalCollector:
         return proposal
 
 
-def _language(locale: str | None) -> str:
-    return "it" if (locale or "").lower().startswith("it") else "en"
+def _language(answer: str, locale: str | None) -> str:
+    """The answer's own language (the page's locale is a hint), among those the statements are written in."""
+    language = detect_language(answer, locale) if answer else (locale or "en")[:2].lower()
+    return language if language in PENDING else "en"
 
 
-def pending_statement(locale: str | None = None) -> str:
-    """Say plainly that the suggestion waits for the user (an answer must never say it was applied)."""
-    return PENDING[_language(locale)]
+def pending_statement(locale: str | None = None, answer: str = "") -> str:
+    """Say plainly, in the answer's language, that the suggestion waits for the user (never that it was applied)."""
+    return PENDING[_language(answer, locale)]
 
 
-def nothing_changed(locale: str | None = None) -> str:
-    """Say plainly that nothing changed and no suggestion was made in this answer."""
-    return NOT_PROPOSED[_language(locale)]
+def nothing_changed(locale: str | None = None, answer: str = "") -> str:
+    """Say plainly, in the answer's language, that nothing changed and no suggestion was made in this answer."""
+    return NOT_PROPOSED[_language(answer, locale)]
 
 
-def claims_suggestion(text: str) -> bool:
-    """Tell whether an answer says it suggested something, or points at a card to accept (English, Italian)."""
-    return any(pattern.search(text) for pattern in SUGGESTION_CLAIMS)
+def claims_suggestion(text: str, locale: str | None = None) -> bool:
+    """Tell whether an answer says it suggested something (five languages), or points at a card to accept."""
+    return any(claim.action == "suggest" and not claim.earlier for claim in find_claims(text, locale)) \
+        or any(pattern.search(text) for pattern in CARD_POINTERS)

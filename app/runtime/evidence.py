@@ -25,7 +25,7 @@ MAX_OUTCOMES = 12
 MAX_CHARS = 4_000
 MAX_STRING = 160
 MAX_OUTCOME_CHARS = MAX_CHARS // 4  # one outcome above this keeps only its status flags
-FLAGS = ("tool", "status", "changed", "partial", "reused")
+FLAGS = ("tool", "status", "changed", "partial", "reused", "amended")
 ID_KEYS = ("id", "ids", "row_ids", "record_ids", "created_row_ids", "updated_row_ids", "deleted_row_ids",
            "sample_row_ids")
 COUNT_KEYS = ("count", "created", "updated", "deleted", "skipped", "total")
@@ -84,7 +84,9 @@ def outcome_of(tool: str, args: Any, result: Any = None, error: BaseException | 
     for key in NAME_KEYS:
         if isinstance(value.get(key), str):
             outcome[key] = cut(value[key])
-    if value.get("reused") is True:
+    if value.get("reused") is True and value.get("changed") is True:
+        outcome.update(reused=True, amended=True)  # an existing resource, changed (fields added to it)
+    elif value.get("reused") is True:
         outcome.update(status="reused", changed=False, reused=True)
     elif value.get("changed") is False:
         outcome.update(status="no_op", changed=False)
@@ -102,7 +104,9 @@ def with_effect(outcome: dict[str, Any], effect: dict[str, Any], args: Any = Non
     """
     if not effect:
         return outcome
-    outcome = {**outcome, "action": effect.get("action"), "object": effect.get("object")}
+    # Creating what already existed and changing it is an update of it.
+    action = "update" if outcome.get("amended") and effect.get("action") == "create" else effect.get("action")
+    outcome = {**outcome, "action": action, "object": effect.get("object")}
     arguments = args if isinstance(args, dict) else {}
     target = effect.get("target") or next((outcome[k] for k in TARGET_KEYS if isinstance(outcome.get(k), str)), None) \
         or next((arguments[k] for k in TARGET_KEYS if isinstance(arguments.get(k), str)), None)

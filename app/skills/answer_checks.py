@@ -5,23 +5,43 @@ user turn, when the answer
 - prints a tool call instead of making it;
 - says a mode keeps it from acting (modes only decide which tools are loaded, never what is allowed);
 - hands the work back to the user ("do it yourself", "fallo manualmente") while no tool failed this turn;
-- claims a change that no change of this turn supports. A prior success, a reused resource or an
-  explicit no-op never supports a new change claim; a partial result supports an answer that says what
-  is unfinished.
-When the answer's retry budget is spent, the answer says it is unfinished and what this turn did; the
-turn's tool results stay in its steps and its receipt. The claim patterns are those of
-app/policy/claims. While on, the answer is held back and shown once checked.
+- claims a change that no change of this turn supports, claim by claim, in any wording and in English,
+  Italian, French, Spanish or German (the claims engine, app/policy/claims/): each claimed change needs
+  a change of this turn of the same kind, to the same thing, in the same amount ("3 rows" needs three);
+  a prior success, a reused resource or an explicit no-op never supports a new claim; a claim plainly
+  about an earlier turn is checked against that turn's receipt; a partial result supports an answer that
+  says what is unfinished.
+What the engine cannot decide goes to the verifier model when one is configured (the model
+configuration's `verifier` or `utility` profile), else its documented fallback applies. When the answer's
+retry budget is spent, the answer says it is unfinished and what this turn did; the turn's tool results
+stay in its steps and its receipt. While on, the answer is held back and shown once checked.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai.capabilities import AbstractCapability
 
-from app.policy.claims import claims_change, claims_mode_limit, hands_off, prints_tool_call, says_unfinished
+from app.policy.claims import (
+    SUPPORTED,
+    SUPPORTED_PAST,
+    UNDECIDED,
+    UNSUPPORTED,
+    Change,
+    Finding,
+    Suggestion,
+    change_from_outcome,
+    check_claims,
+    claims_mode_limit,
+    detect_language,
+    hands_off,
+    prints_tool_call,
+    says_unfinished,
+)
 from app.runtime.contract import Skill, SkillContext, TurnRecord, Verdict
 
 RETRY = {
@@ -31,9 +51,9 @@ RETRY = {
                   "find the tool with search_tools and call it, or say plainly what you cannot do and why.",
     "handoff": "Your answer hands the work back to the user, but no tool failed in this turn. Do it with your "
                "tools; when you need the user's decision, call ask_user.",
-    "unsupported": "Your answer claims a change, but no tool result of this turn shows one (earlier turns, "
-                   "reused resources and no-op results do not count). Make the change with a tool, or say "
-                   "that nothing was changed.",
+    "unsupported": "Your answer claims changes that no tool result of this turn shows (earlier turns, reused "
+                   "resources and no-op results do not count): {reasons}. Make each change with a tool, or say "
+                   "plainly what was and was not done.",
     "partial": "The tool results of this turn are partial. Say what was done and what is unfinished.",
 }
 UNFINISHED_ANSWER = {
@@ -41,7 +61,20 @@ UNFINISHED_ANSWER = {
           "The steps above show the tool results of this turn.{done}",
     "it": "Questa risposta è incompleta: non sono riuscito a dare una risposta coerente con ciò che è stato fatto "
           "({reason}). I passaggi qui sopra mostrano i risultati degli strumenti di questo turno.{done}",
+    "fr": "Cette réponse est inachevée : je n'ai pas pu donner une réponse conforme à ce que ce tour a fait "
+          "({reason}). Les étapes ci-dessus montrent les résultats des outils de ce tour.{done}",
+    "es": "Esta respuesta está incompleta: no pude dar una respuesta acorde con lo que hizo este turno "
+          "({reason}). Los pasos de arriba muestran los resultados de las herramientas de este turno.{done}",
+    "de": "Diese Antwort ist unvollständig: Ich konnte keine Antwort geben, die dem entspricht, was in diesem "
+          "Zug getan wurde ({reason}). Die Schritte oben zeigen die Ergebnisse der Werkzeuge dieses Zugs.{done}",
 }
+DONE = {"en": " Done in this turn: {listed}.", "it": " Fatto in questo turno: {listed}.",
+        "fr": " Fait dans ce tour : {listed}.", "es": " Hecho en este turno: {listed}.",
+        "de": " In diesem Zug erledigt: {listed}."}
+REASONS = {"printed_call": "a tool call printed as text", "mode_limit": "a mode said to forbid it",
+           "handoff": "the work handed back to you", "unsupported": "a change no tool made",
+           "partial": "a partial result told as complete"}
+MAX_REASONS = 5
 
 
 class Config(BaseModel):
@@ -60,30 +93,78 @@ class AnswerChecks(AbstractCapability[Any]):
     config: Config
 
 
-def problem_of(config: Config, text: str, record: TurnRecord) -> str | None:
-    """Return what is wrong with the answer (a RETRY key), or None."""
+def change_of(outcome: Mapping[str, Any], earlier: bool = False) -> Change:
+    """A ledger entry for the engine: the action and kind the tool declared, else what its name says."""
+    named = change_from_outcome(outcome, earlier)
+    action = outcome.get("action") or named.action
+    kind = outcome.get("object") or named.object
+    count = named.count
+    if kind == "table" and action == "create" and isinstance(outcome.get("rows"), int):
+        count = outcome["rows"]  # a table made with sample rows wrote that many rows
+    target = outcome.get("target") if isinstance(outcome.get("target"), str) else named.target
+    return Change(named.tool, action, kind, target, count, named.status, earlier)
+
+
+def suggestion_of(proposal: Mapping[str, Any]) -> Suggestion:
+    target = proposal.get("target") or {}
+    name = ".".join(str(value) for value in target.values()) if isinstance(target, Mapping) else str(target)
+    return Suggestion(str(proposal.get("kind") or "preference"), name, proposal.get("proposed"))
+
+
+def findings_of(text: str, record: TurnRecord) -> list[Finding]:
+    """Check every claim of the answer against the turn's changes, earlier receipts and proposals."""
+    changes = [change_of(o) for o in record.changes] + [change_of(o, earlier=True) for o in record.earlier]
+    return check_claims(text, changes, [suggestion_of(p) for p in record.proposals], record.locale,
+                        tools=set(record.tools), calls=[call.name for call in record.calls])
+
+
+def refuted(text: str, findings: list[Finding], record: TurnRecord) -> list[Finding]:
+    """Return the claims not supported: the unsupported, and the undecided the verifier (or the fallback) refutes."""
+    undecided = [f for f in findings if f.verdict == UNDECIDED]
+    decided: dict[int, bool] = {}
+    if undecided and record.verifier is not None:
+        answers = record.verifier.claims(text, [f.claim.text for f in undecided],
+                                         [_said(o) for o in record.changes])
+        if answers is not None:
+            decided = {id(f): answer for f, answer in zip(undecided, answers, strict=True)}
+    return [f for f in findings if f.verdict == UNSUPPORTED or (f.verdict == UNDECIDED and not decided.get(
+        id(f), f.fallback in (SUPPORTED, SUPPORTED_PAST)))]
+
+
+def _said(outcome: Mapping[str, Any]) -> str:
+    fields = ("tool", "action", "object", "target", "count", "rows", "status")
+    return ", ".join(f"{key}={outcome[key]}" for key in fields if outcome.get(key) is not None)
+
+
+def problem_of(config: Config, text: str, record: TurnRecord) -> tuple[str | None, list[Finding]]:
+    """Return what is wrong with the answer (a RETRY key, or None) and the claims it refutes."""
+    locale = record.locale
     if prints_tool_call(text, record.tools):
-        return "printed_call"
-    if claims_mode_limit(text):
-        return "mode_limit"
-    if config.check_handoffs and hands_off(text) and not record.failed_calls():
-        return "handoff"
-    if config.check_changes and claims_change(text):
-        changes = [o for o in record.changes if o["status"] in ("succeeded", "partial")]
-        if not changes:
-            return "unsupported"
-        if all(o["status"] == "partial" for o in changes) and not says_unfinished(text):
-            return "partial"
-    return None
+        return "printed_call", []
+    if claims_mode_limit(text, locale):
+        return "mode_limit", []
+    if config.check_handoffs and hands_off(text, locale) and not record.failed_calls():
+        return "handoff", []
+    if not config.check_changes:
+        return None, []
+    findings = findings_of(text, record)
+    wrong = refuted(text, findings, record)
+    if wrong:
+        return "unsupported", wrong
+    made = [o for o in record.changes if o.get("status") in ("succeeded", "partial")]
+    claimed = any(f.verdict == SUPPORTED for f in findings)
+    if claimed and made and all(o["status"] == "partial" for o in made) and not says_unfinished(text, locale):
+        return "partial", []
+    return None, []
 
 
-def unfinished_answer(problem: str, record: TurnRecord) -> str:
+def unfinished_answer(problem: str, text: str, record: TurnRecord) -> str:
     """Say that the answer is unfinished, why, and what this turn did (from its ledger, never the model's words)."""
-    language = "it" if (record.locale or "").lower().startswith("it") else "en"
+    language = detect_language(text, record.locale)
+    language = language if language in UNFINISHED_ANSWER else "en"
     listed = "; ".join(f"{o['tool']}: {o['status']}" for o in record.changes)
-    suffix = (f" Fatto in questo turno: {listed}." if language == "it" else f" Done in this turn: {listed}.") \
-        if listed else ""
-    return UNFINISHED_ANSWER[language].format(reason=problem.replace("_", " "), done=suffix)
+    done = DONE[language].format(listed=listed) if listed else ""
+    return UNFINISHED_ANSWER[language].format(reason=REASONS[problem], done=done)
 
 
 def build(config: Config, ctx: SkillContext) -> AnswerChecks:
@@ -92,12 +173,17 @@ def build(config: Config, ctx: SkillContext) -> AnswerChecks:
 
 def review(config: Config, built: list[Any], text: str, record: TurnRecord) -> Verdict:
     """Ask again when the answer claims what this turn did not do (the `review_answer` hook)."""
-    problem = problem_of(config, text, record)
+    problem, wrong = problem_of(config, text, record)
     if problem is None:
         return Verdict.keep()
-    unfinished = Verdict.replaced(unfinished_answer(problem, record),
-                                  meta={"answer_check": {"problem": problem, "unfinished": True}})
-    return Verdict.ask_again(RETRY[problem], otherwise=unfinished, meta={"answer_check": {"problem": problem}})
+    check: dict[str, Any] = {"problem": problem}
+    if wrong:
+        check["claims"] = [{"text": f.claim.text[:200], "reason": f.reason[:300]} for f in wrong[:MAX_REASONS]]
+    unfinished = Verdict.replaced(unfinished_answer(problem, text, record),
+                                  meta={"answer_check": {**check, "unfinished": True}})
+    reasons = "; ".join(f"“{f.claim.text.strip()[:120]}” ({f.reason})" for f in wrong[:MAX_REASONS])
+    return Verdict.ask_again(RETRY[problem].format(reasons=reasons), otherwise=unfinished,
+                             meta={"answer_check": check})
 
 
 skill = Skill(name="answer_checks", title="Answer checks", config=Config, build=build, description=__doc__.strip(),

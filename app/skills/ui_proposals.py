@@ -111,10 +111,10 @@ def review(config: Config, built: list[Any], text: str, record: TurnRecord) -> V
     proposals = list(record.proposals)
     meta = {"proposals": proposals} if proposals else {}
     locale = record.locale
-    if proposals and claims_applied(text):
-        return Verdict.replaced(pending_statement(locale), meta=meta)
-    if not proposals and (claims_applied(text) or claims_suggestion(text)):
-        return Verdict.ask_again(NOT_PROPOSED_FEEDBACK, otherwise=Verdict.replaced(nothing_changed(locale)),
+    if proposals and claims_applied(text, locale):
+        return Verdict.replaced(pending_statement(locale, text), meta=meta)
+    if not proposals and (claims_applied(text, locale) or claims_suggestion(text, locale)):
+        return Verdict.ask_again(NOT_PROPOSED_FEEDBACK, otherwise=Verdict.replaced(nothing_changed(locale, text)),
                                  meta={"proposal_check": {"unsupported": True}})
     return Verdict.keep(meta)
 

@@ -79,7 +79,7 @@ def index_document(document: KnowledgeDocument, max_batches: int | None = None) 
             break
         if max_batches is not None and batches >= max_batches:
             return False
-        records = [record for passage in batch for record in _vectors(document, passage)]
+        records = [record for passage in batch for record in vector_records(document, passage)]
         store.upsert(kb.collection, [id_ for id_, _, _ in records], [text for _, text, _ in records],
                      [meta for _, _, meta in records], keep_text=False)
         for passage in batch:
@@ -95,7 +95,7 @@ def index_document(document: KnowledgeDocument, max_batches: int | None = None) 
     return True
 
 
-def _vectors(document: KnowledgeDocument, passage: KnowledgePassage) -> list[tuple[str, str, dict]]:
+def vector_records(document: KnowledgeDocument, passage: KnowledgePassage) -> list[tuple[str, str, dict]]:
     """A passage's vectors (id, embedded text, metadata): one per piece, `passage-<id>` then `passage-<id>-<n>`."""
     texts = pieces(passage.text)
     embedded = [passage.embedded] if len(texts) == 1 else [

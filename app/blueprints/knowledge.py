@@ -20,7 +20,7 @@ from app.knowledge.library import (
     put_document,
     sync_folder,
 )
-from app.knowledge.search import retrieve
+from app.knowledge.search import MAX_QUERY_CHARS, query_problem, retrieve
 from app.models import ROLES, KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.web import navigation
 from app.web.form_fields import NumberField, RolesField, first_errors, stripped, words
@@ -28,6 +28,7 @@ from app.web.security import admin_required
 
 bp = Blueprint("knowledge", __name__)
 MAX_FILE_NAME = 300
+CONSOLE_LIMIT, MAX_CONSOLE_LIMIT = 10, 50  # passages each of the console's rankings shows
 bp.record_once(lambda state: navigation.add(state.app, "Knowledge", "knowledge.index", ("admin",)))
 
 
@@ -124,11 +125,15 @@ def save(kb_id: int | None = None):
 @admin_required
 def base(kb_id: int):
     kb = _kb(kb_id)
-    query = " ".join(request.args.get("q", "").split())[:500]
+    given = request.args.get("q", "")
+    query = " ".join(given.split())
+    limit = min(max(request.args.get("limit", CONSOLE_LIMIT, type=int), 1), MAX_CONSOLE_LIMIT)
+    problem = query_problem(query) if given else None
     # The console's query is answered and forgotten: it is never logged or stored.
-    result = retrieve([kb], query, limit=request.args.get("limit", 10, type=int) or 10) if query else None
-    return render_template("knowledge/base.html", kb=kb, values={}, errors={}, roles=ROLES,
-                           result=result, query=query)
+    result = retrieve([kb], query, limit=limit) if query and not problem else None
+    page = render_template("knowledge/base.html", kb=kb, values={}, errors={"q": problem} if problem else {},
+                           roles=ROLES, result=result, query=given[:MAX_QUERY_CHARS], limit=limit)
+    return page, 422 if problem else 200
 
 
 @bp.route("/admin/knowledge/<int:kb_id>/progress")

@@ -13,8 +13,9 @@ from datetime import timedelta
 from huey import crontab
 
 from app.extensions import db, jobs
-from app.knowledge.chunking import CHUNKER_VERSION, chunk, embedded_text
+from app.knowledge.chunking import CHUNKER_VERSION, chunk, embedded_text, pieces
 from app.knowledge.library import folder_error, sync_folder, vector_store
+from app.knowledge.names import index_text
 from app.models import KnowledgeBase, KnowledgeDocument, KnowledgePassage
 from app.models.base import utcnow
 
@@ -38,7 +39,8 @@ def needs_indexing(document: KnowledgeDocument) -> bool:
                                             if document.passage_count else []):
         return True
     vectors = vector_store().get(document.knowledge_base.collection, where={"document_id": document.id})
-    return (len(vectors) != document.passage_count
+    # A passage's pieces are written in one call, so each passage has all its vectors or none.
+    return (len({v.metadata.get("passage_id") for v in vectors}) != document.passage_count
             or any(v.metadata.get("chunker_version") != CHUNKER_VERSION for v in vectors))
 
 
@@ -48,11 +50,11 @@ def _rechunk(document: KnowledgeDocument) -> None:
     db.session.execute(db.delete(KnowledgePassage).where(KnowledgePassage.document_id == document.id))
     pieces = chunk(document.content, kb.chunk_size, kb.chunk_overlap)
     for position, piece in enumerate(pieces):
+        embedded = embedded_text(document.title, piece.heading, piece.text)
         db.session.add(KnowledgePassage(
             document_id=document.id, knowledge_base_id=kb.id, position=position, start=piece.start,
-            end=piece.end, heading=piece.heading[:300], text=piece.text,
-            embedded=embedded_text(document.title, piece.heading, piece.text),
-            chunker_version=CHUNKER_VERSION, vectorised=False,
+            end=piece.end, heading=piece.heading[:300], text=piece.text, embedded=embedded,
+            names=index_text(embedded), chunker_version=CHUNKER_VERSION, vectorised=False,
             meta={"chunker_version": CHUNKER_VERSION, "passage_count": len(pieces)}))
     document.passage_count, document.passages_done = len(pieces), 0
     document.chunker_version, document.status, document.error = CHUNKER_VERSION, "indexing", None
@@ -77,10 +79,9 @@ def index_document(document: KnowledgeDocument, max_batches: int | None = None) 
             break
         if max_batches is not None and batches >= max_batches:
             return False
-        store.upsert(kb.collection, [p.vector_id for p in batch], [p.embedded for p in batch], [
-            {"document_id": document.id, "passage_id": p.id, "position": p.position,
-             "start": p.start, "end": p.end, "chunker_version": CHUNKER_VERSION,
-             "passage_count": document.passage_count} for p in batch], keep_text=False)
+        records = [record for passage in batch for record in vector_records(document, passage)]
+        store.upsert(kb.collection, [id_ for id_, _, _ in records], [text for _, text, _ in records],
+                     [meta for _, _, meta in records], keep_text=False)
         for passage in batch:
             passage.vectorised = True
         document.passages_done = db.session.scalar(db.select(db.func.count()).where(
@@ -92,6 +93,17 @@ def index_document(document: KnowledgeDocument, max_batches: int | None = None) 
     document.passages_done = document.passage_count
     db.session.commit()
     return True
+
+
+def vector_records(document: KnowledgeDocument, passage: KnowledgePassage) -> list[tuple[str, str, dict]]:
+    """A passage's vectors (id, embedded text, metadata): one per piece, `passage-<id>` then `passage-<id>-<n>`."""
+    texts = pieces(passage.text)
+    embedded = [passage.embedded] if len(texts) == 1 else [
+        embedded_text(document.title, passage.heading, text) for text in texts]
+    return [(passage.vector_id + (f"-{n}" if n else ""), text, {
+        "document_id": document.id, "passage_id": passage.id, "position": passage.position, "piece": n,
+        "start": passage.start, "end": passage.end, "chunker_version": CHUNKER_VERSION,
+        "passage_count": document.passage_count}) for n, text in enumerate(embedded)]
 
 
 @jobs.task()

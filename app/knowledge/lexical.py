@@ -11,16 +11,20 @@ import re
 from sqlalchemy import text
 
 from app.extensions import db
+from app.knowledge.names import forms, names_in, outside_names
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+")  # letters and digits: `_` joins the parts of a name, as in both tokenizers
 MAX_TERMS = 32
 
 
 def terms(query: str) -> list[str]:
-    """The query's words, lowered and deduplicated, in order: matched as alternatives (OR), ranked by score."""
+    """The query's terms, matched as alternatives (OR) and ranked by score: the forms of its names first
+    (`SKILLDESK_OUTBOUND_ALLOWED_HOSTS` → `outboundallowedhosts`, then its parts), then its other words,
+    lowered and deduplicated, in order. Every term is one token for FTS5 and for `to_tsquery`."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
-        seen.setdefault(word, None)
+    for name in names_in(query):
+        seen.update(dict.fromkeys(forms(name)))
+    seen.update(dict.fromkeys(word.lower() for word in _WORD.findall(outside_names(query))))
     return list(seen)[:MAX_TERMS]
 
 
@@ -63,6 +67,25 @@ def search(knowledge_base_ids: list[int], query: str, limit: int = 50) -> list[t
             "ORDER BY rank LIMIT :limit"), {"q": expression, "limit": limit})
         return [(int(row[0]), -float(row[1])) for row in rows]  # bm25: lower is better
     return [(int(row[0]), float(row[1])) for row in rows]
+
+
+def present(knowledge_base_ids: list[int], words: list[str]) -> set[str]:
+    """The words (letters and digits, as `terms` makes them) that some passage of these bases holds, each
+    matched through the database's own stemmer; on PostgreSQL a stop word (no lexeme) counts as held."""
+    words = list(dict.fromkeys(word for word in words if _WORD.fullmatch(word)))[:MAX_TERMS]
+    if not words or not knowledge_base_ids:
+        return set()
+    ids = ",".join(str(int(kb)) for kb in knowledge_base_ids)
+    params = {f"w{i}": word for i, word in enumerate(words)}
+    if db.engine.dialect.name == "postgresql":
+        checks = [f"SELECT CAST(:w{i} AS text) WHERE numnode(to_tsquery('english', :w{i})) = 0 OR EXISTS ("
+                  f"SELECT 1 FROM knowledge_passages WHERE knowledge_base_id IN ({ids}) "
+                  f"AND search_vector @@ to_tsquery('english', :w{i}))" for i in range(len(words))]
+    else:
+        params |= {f"q{i}": '"' + word + '"' for i, word in enumerate(words)}
+        checks = [f"SELECT :w{i} WHERE EXISTS (SELECT 1 FROM knowledge_fts WHERE knowledge_fts MATCH :q{i} "
+                  f"AND knowledge_base_id IN ({ids}))" for i in range(len(words))]
+    return set(db.session.scalars(text(" UNION ALL ".join(checks)), params))
 
 
 def count(knowledge_base_id: int) -> int:

@@ -67,7 +67,8 @@ class KnowledgeDocument(db.Model):
 
 
 class KnowledgePassage(db.Model):
-    """One overlapping piece of a document; `embedded` (title, heading, text) is what both indexes see."""
+    """One overlapping piece of a document; `embedded` (title, heading, text) is what both indexes see, and the
+    lexical one `names` too."""
 
     __tablename__ = "knowledge_passages"
     __table_args__ = (Index("ix_knowledge_passages_document_position", "document_id", "position"),)
@@ -82,6 +83,8 @@ class KnowledgePassage(db.Model):
     heading: Mapped[str] = mapped_column(String(300), default="")
     text: Mapped[str] = mapped_column(Text)
     embedded: Mapped[str] = mapped_column(Text)
+    # The forms of the compound names in `embedded` (app/knowledge/names.py); the lexical index reads both.
+    names: Mapped[str] = mapped_column(Text, default="", server_default="")
     chunker_version: Mapped[int]
     # In Chroma yet: a crashed indexing resumes from the first passage without a vector.
     vectorised: Mapped[bool] = mapped_column(default=False)

@@ -19,6 +19,9 @@ from app.knowledge.citations import (
     strip_invalid,
     valid_citations,
 )
+from app.knowledge.evidence import MIN_SIMILARITY, MIN_SIMILARITY_UNKNOWN_WORDS, Floor
+from app.knowledge.library import usable_bases
+from app.knowledge.search import query_problem, retrieve
 from app.runtime.contract import OFFLINE_PATTERNS, Skill, SkillContext, TurnRecord, Verdict
 
 # The offline model takes a plain question ("what is compaction?") to the search, the question as the query.
@@ -33,6 +36,11 @@ INSTRUCTIONS = (
     "statement you take from them with its number, and cite only numbers you were given in this turn. Say "
     "plainly what the passages do not say; a missing passage proves neither that a feature exists nor that "
     "it does not."
+)
+# What the search tool says when the evidence floor finds nothing: no passage is given, so nothing can be cited.
+NOTHING_ANSWERS = (
+    "No passage answers this: nothing in {bases} is close enough to the query ({reason}). There is nothing to "
+    "cite. Unless the question can be searched in other words, say that the documents do not answer it."
 )
 RECONSIDER = (
     "Your answer cites none of the passages retrieved in this turn, so it cannot be shown. Reconsider the "
@@ -50,9 +58,14 @@ class Config(BaseModel):
     """How many passages one search returns at most."""
     per_document: int = Field(3, ge=1, le=10, title="Passages per document")
     """At most this many passages of one document in a search's results."""
-    min_score: float = Field(0.0, ge=0, le=1, title="Minimum fused score")
-    """Passages whose fused score (1.0 = first by meaning and by words) is lower are left out; applied after
-    fusion, never to the semantic or lexical score alone."""
+    min_similarity: float = Field(MIN_SIMILARITY, ge=0, le=1, title="Evidence floor: similarity")
+    """A search whose best passage is less similar in meaning to the query than this (cosine, 0-1) finds
+    nothing, and the agent says the documents do not answer it; a passage naming an identifier of the query
+    counts as evidence whatever its similarity. Calibrated for the bundled MiniLM (docs/knowledge.md)."""
+    min_similarity_unknown_words: float = Field(MIN_SIMILARITY_UNKNOWN_WORDS, ge=0, le=1,
+                                                title="Evidence floor: similarity when a word is in no passage")
+    """The floor when a word of the query is in no passage at all ("teleportation", "Salesforce"): such a
+    search needs a closer match by meaning."""
 
 
 @dataclass
@@ -62,6 +75,7 @@ class Knowledge(AbstractCapability[Any]):
     config: Config
     skill_ctx: SkillContext
     record: TurnRecord = field(init=False)
+    unanswered: list[str] = field(default_factory=list)  # searches the evidence floor found nothing for
 
     def __post_init__(self) -> None:
         # Outside a run (a settings check) the skill keeps a record of its own.
@@ -74,16 +88,13 @@ class Knowledge(AbstractCapability[Any]):
         def search_knowledge(query: str) -> str:
             """Search the knowledge bases; `query` is a standalone search that carries the conversation's context."""
             query = " ".join((query or "").split())
-            if not query:
-                raise ModelRetry("Say what to search for.")
+            if problem := query_problem(query):
+                raise ModelRetry(problem)
             return self.search(query)
 
         return toolset
 
     def search(self, query: str) -> str:
-        from app.knowledge.library import usable_bases
-        from app.knowledge.search import retrieve
-
         with self.skill_ctx.app_context():
             kbs = usable_bases(self.config.knowledge_bases, self.skill_ctx.role)
             if not kbs:
@@ -91,10 +102,14 @@ class Knowledge(AbstractCapability[Any]):
             record = self.record
             record.searches.append(query)
             record.bases = [kb.name for kb in kbs]
-            found = retrieve(kbs, query, limit=self.config.results, per_document=self.config.per_document,
-                             min_score=self.config.min_score).kept
-            if not found:
-                return "No passage matched. Search again in other words, or say the documents do not answer this."
+            floor = Floor(self.config.min_similarity, self.config.min_similarity_unknown_words)
+            result = retrieve(kbs, query, limit=self.config.results, per_document=self.config.per_document,
+                              floor=floor)
+            if not result.kept or not result.evidence.answerable:
+                self.unanswered.append(query)
+                return NOTHING_ANSWERS.format(bases=", ".join(record.bases),
+                                              reason=result.evidence.reason if result.kept else "no passage matched")
+            found = result.kept
             blocks = []
             for scored in found:
                 passage = scored.passage
@@ -133,6 +148,9 @@ def review(config: Config, built: list[Any], text: str, record: TurnRecord) -> V
     meta: dict[str, Any] = {}
     if record.searches:
         meta["knowledge"] = {"searches": list(record.searches), "reconsidered": record.asked.count(skill.name)}
+        unanswered = [query for item in built if isinstance(item, Knowledge) for query in item.unanswered]
+        if unanswered:
+            meta["knowledge"]["no_evidence"] = unanswered
         if not valid_citations(strip_invalid(text, turn), turn):
             honest = Verdict.replaced(no_evidence_answer(turn), meta=meta)
             if turn.sources and record.asked.count(skill.name) == 0:

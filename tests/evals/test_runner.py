@@ -92,11 +92,11 @@ def test_cases_run_on_a_disposable_database_and_leave_the_real_one_untouched(app
         assert run.status == "finished", run.error
         first = run.results[0]
         assert first.passed, first.verdicts
-        # Two cases indexed a knowledge base of their own, in their own database and vector store.
+        # Three cases indexed a knowledge base of their own, in their own database and vector store.
         cited = create_run(str(CITATIONS), agent.name)
         db.session.commit()
         cited = execute(cited.id)
-        assert (cited.status, cited.done, cited.passed) == ("finished", 2, 2), cited.error
+        assert (cited.status, cited.done, cited.passed) == ("finished", 3, 3), cited.error
         assert "search_knowledge" in [s["name"] for s in cited.results[0].steps]
         # The cases created tables, knowledge bases and vectors and ran conversations: none of it is here.
         assert counts() == before

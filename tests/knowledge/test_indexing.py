@@ -8,6 +8,7 @@ from sqlalchemy import text
 
 from app.extensions import db
 from app.knowledge import lexical
+from app.knowledge.chunking import CHUNKER_VERSION, PIECE_CHARS, pieces
 from app.knowledge.indexing import index_document, index_knowledge_base, needs_indexing
 from app.knowledge.library import delete_document, delete_knowledge_base, put_document, sync_folder, vector_store
 from app.knowledge.search import retrieve
@@ -26,6 +27,11 @@ def vectors(kb, document):
     return vector_store().get(kb.collection, where={"document_id": document.id})
 
 
+def vectorised(kb, document) -> set[int]:
+    """The passages of a document that have their vectors (one per piece)."""
+    return {v.metadata["passage_id"] for v in vectors(kb, document)}
+
+
 def test_indexing_stores_passages_vectors_and_lexical_rows(knowledge_base):
     kb = knowledge_base()
     document = add(kb)
@@ -33,10 +39,15 @@ def test_indexing_stores_passages_vectors_and_lexical_rows(knowledge_base):
     db.session.refresh(document)
     assert document.status == "indexed" and document.passage_count > 5
     assert document.passages_done == document.passage_count
-    assert len(vectors(kb, document)) == document.passage_count == lexical.count(kb.id)
+    assert len(vectorised(kb, document)) == document.passage_count == lexical.count(kb.id)
     passage = db.session.scalars(db.select(KnowledgePassage).order_by(KnowledgePassage.position)).first()
     assert passage.embedded.startswith("Part 0\n") or passage.embedded.startswith("guide")
-    assert passage.meta == {"chunker_version": 2, "passage_count": document.passage_count}
+    assert passage.meta == {"chunker_version": CHUNKER_VERSION, "passage_count": document.passage_count}
+    # A passage longer than a piece has a vector per piece, each with the title and heading before it.
+    assert len(passage.text) > PIECE_CHARS
+    own = sorted(v.id for v in vectors(kb, document) if v.metadata["passage_id"] == passage.id)
+    assert own == [f"passage-{passage.id}"] + [f"passage-{passage.id}-{n}" for n in range(1, len(pieces(passage.text)))]
+    assert len(own) > 1 and len(vectors(kb, document)) > document.passage_count
     assert not needs_indexing(document)
 
 
@@ -52,7 +63,7 @@ def test_a_crash_mid_indexing_resumes_where_it_stopped(knowledge_base):
     db.session.refresh(document)
     assert document.status == "indexed" and document.passages_done == document.passage_count
     assert first_ids < {v.id for v in vectors(kb, document)}  # the done batch was kept, not redone
-    assert len(vectors(kb, document)) == document.passage_count
+    assert len(vectorised(kb, document)) == document.passage_count
 
 
 def test_a_legacy_or_incomplete_index_is_made_again(knowledge_base):
@@ -67,12 +78,13 @@ def test_a_legacy_or_incomplete_index_is_made_again(knowledge_base):
     assert needs_indexing(document)
     index_knowledge_base.delay(kb.id)
     db.session.refresh(document)
-    assert document.chunker_version == 2 and not needs_indexing(document)
-    # Incomplete: a vector went missing.
-    vector_store().delete(kb.collection, ids=[vectors(kb, document)[0].id])
+    assert document.chunker_version == CHUNKER_VERSION and not needs_indexing(document)
+    # Incomplete: a passage's vectors went missing.
+    first = vectors(kb, document)[0].metadata["passage_id"]
+    vector_store().delete(kb.collection, where={"passage_id": first})
     assert needs_indexing(document)
     index_knowledge_base.delay(kb.id)
-    assert len(vectors(kb, document)) == document.passage_count
+    assert len(vectorised(kb, document)) == document.passage_count
 
 
 def test_an_unreadable_or_oversized_file_fails_alone(knowledge_base, tmp_path):
@@ -141,7 +153,7 @@ def test_chroma_keeps_the_passages_vectors_but_none_of_their_text(app, tmp_path,
         db.session.commit()
         document = add(kb, body=LONG.replace("topic number 3", f"the code {marker}"))
         index_knowledge_base.delay(kb.id)
-        assert vector_store().count(kb.collection) == document.passage_count > 5
+        assert vector_store().count(kb.collection) >= document.passage_count > 5
         hits = retrieve([kb], "Section 3 explains the code", mode="semantic").kept
         assert marker in hits[0].passage.text  # found by meaning
         files = [path for path in (tmp_path / "chroma").rglob("*") if path.is_file()]

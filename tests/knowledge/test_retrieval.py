@@ -1,4 +1,5 @@
-"""Hybrid retrieval: fusion order, the per-document cap, the score floor after fusion."""
+"""Hybrid retrieval: fusion by normalised scores, the per-document cap that keeps each retriever's top 3, names
+found whole and in parts on both databases, and the console showing the three rankings side by side."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from app.extensions import db
 from app.knowledge import lexical
 from app.knowledge.indexing import index_knowledge_base
 from app.knowledge.library import put_document
-from app.knowledge.search import fuse, retrieve
+from app.knowledge.search import PROTECTED_RANK, Scored, fuse, retrieve, select
 from app.models import KnowledgePassage
 
 
@@ -19,11 +20,19 @@ def add(kb, name, body):
     db.session.commit()
 
 
-def test_rrf_ranks_an_item_found_by_both_above_one_found_by_either():
-    scores = fuse(semantic=[1, 2, 3], lexical_ids=[3, 4, 1])
-    assert max(scores, key=scores.get) == 1  # 1st and 3rd beats 3rd and 1st only by the tie-break
-    assert scores[1] == scores[3] > scores[2] > scores[4] or scores[1] > scores[2]
-    assert fuse([7], [7])[7] == 1.0
+def titles(found) -> list[str]:
+    return [s.passage.document.title for s in found]
+
+
+def test_fusion_scores_first_in_both_one_and_weighs_each_retriever_by_its_own_scale():
+    scores = fuse(semantic=[(1, 0.62), (2, 0.40), (3, 0.20)], lexical_hits=[(1, 9.0), (4, 6.0), (2, 3.0)])
+    assert scores[1] == 1.0  # first by meaning and by words
+    assert scores[4] == pytest.approx(0.5 * 0.5)  # halfway down the lexical scale, not found by meaning
+    assert scores[2] == pytest.approx(0.5 * (0.40 - 0.20) / (0.62 - 0.20))  # mid by meaning, last by words
+    assert scores[3] == 0.0  # last of the one retriever that found it
+    # Only the retrievers' own scales matter: bm25 in the hundreds or ts_rank_cd under 1 fuse the same.
+    assert fuse([(1, 0.62), (2, 0.40), (3, 0.20)], [(1, 900.0), (4, 600.0), (2, 300.0)]) == pytest.approx(scores)
+    assert fuse([(7, 0.3)], []) == {7: 0.5} and fuse([], []) == {}
 
 
 def test_fusion_keeps_what_each_retriever_alone_would_miss(knowledge_base):
@@ -34,58 +43,112 @@ def test_fusion_keeps_what_each_retriever_alone_would_miss(knowledge_base):
     add(kb, "noise.md", "# Cooking\n\nBoil pasta in salted water for ten minutes.")
     index_knowledge_base.delay(kb.id)
     query = "SKD_ZQX_TIMEOUT how do I get enough rest at night"
-    lexical = retrieve([kb], query, mode="lexical").kept
-    semantic = retrieve([kb], query, mode="semantic").kept
+    by_words = retrieve([kb], query, mode="lexical").kept
+    by_meaning = titles(retrieve([kb], query, mode="semantic").kept)
     hybrid = retrieve([kb], query).kept
-    assert [s.passage.document.title for s in lexical][:1] == ["Settings"]
-    assert "Cooking" not in [s.passage.document.title for s in lexical]  # no shared word
-    by_meaning = [s.passage.document.title for s in semantic]
+    assert titles(by_words)[:1] == ["Settings"]
+    assert "Cooking" not in titles(by_words)  # no shared word
     assert by_meaning.index("Sleep") < by_meaning.index("Cooking")
-    assert [s.passage.document.title for s in lexical] != by_meaning  # the two disagree
-    top_two = {s.passage.document.title for s in hybrid[:2]}
-    assert top_two == {"Settings", "Sleep"}
+    assert titles(by_words) != by_meaning  # the two disagree
+    assert set(titles(hybrid[:2])) == {"Settings", "Sleep"}
     assert hybrid[-1].passage.document.title == "Cooking"
-    assert all(s.fused >= hybrid[-1].fused for s in hybrid)
 
 
-def test_at_most_three_passages_per_document_and_a_total(knowledge_base):
+def _scored(document_id: int, position: int, **ranks) -> Scored:
+    return Scored(KnowledgePassage(id=document_id * 100 + position, document_id=document_id), **ranks)
+
+
+def test_the_per_document_cap_never_drops_a_retrievers_top_three():
+    # The fused order: four passages of one document, then another document's. The 4th of document 1 is
+    # the lexical search's first choice (the passage the issue saw dropped), the 5th nobody's.
+    ordered = [_scored(1, 0, semantic_rank=1), _scored(1, 1, semantic_rank=2), _scored(1, 2, semantic_rank=4),
+               _scored(1, 3, lexical_rank=1), _scored(1, 4, semantic_rank=5, lexical_rank=4), _scored(2, 0)]
+    kept = select(ordered, per_document=3, limit=10)
+    assert [s.passage.id for s in kept] == [100, 101, 102, 103, 200]
+    assert ordered[3].rank == 4 and ordered[4].dropped == "per-document cap"
+    assert [s.passage.id for s in select(ordered, per_document=1, limit=10)] == [100, 101, 103, 200]
+    assert [s.rank for s in select(ordered, per_document=3, limit=2)] == [1, 2]
+    assert ordered[2].dropped == "over the limit"
+
+
+def test_at_most_three_passages_per_document_but_for_a_retrievers_top_three(knowledge_base):
     kb = knowledge_base(chunk_size=200, chunk_overlap=20)
-    add(kb, "long.md", "\n\n".join(f"Backups run nightly, part {i} of the backup guide." for i in range(12)))
+    add(kb, "long.md", "\n\n".join(f"Backups run nightly, part {i} of the backup guide: the copies are kept on "
+                                   f"the second disk and checked by the morning job, number {i}." for i in range(12)))
     add(kb, "other.md", "# Restore\n\nRestoring a backup takes minutes.")
     index_knowledge_base.delay(kb.id)
     result = retrieve([kb], "backup nightly", limit=10)
-    per_doc = {}
-    for s in result.kept:
-        per_doc[s.passage.document_id] = per_doc.get(s.passage.document_id, 0) + 1
-    assert max(per_doc.values()) == 3 and len(per_doc) == 2
-    assert any(s.dropped == "per-document cap" for s in result.considered)
+    capped = [s for s in result.considered if s.dropped == "per-document cap"]
+    assert capped and all(not s.protected() for s in capped)
+    for document in {s.passage.document_id for s in result.kept}:
+        mine = [s for s in result.kept if s.passage.document_id == document]
+        assert len(mine) <= 3 + sum(s.protected() for s in mine[3:])
+    assert "Restore" in titles(result.kept)
     assert len(retrieve([kb], "backup nightly", limit=2).kept) == 2
-    assert max(_counts(retrieve([kb], "backup nightly", limit=10, per_document=1)).values()) == 1
 
 
-def _counts(result):
-    counts = {}
-    for s in result.kept:
-        counts[s.passage.document_id] = counts.get(s.passage.document_id, 0) + 1
-    return counts
-
-
-def test_the_minimum_score_applies_to_the_fused_score_not_before(knowledge_base):
+def test_the_console_rankings_are_each_retrievers_own_order(knowledge_base):
     kb = knowledge_base()
-    add(kb, "ids.md", "# Config\n\nSet QZV_FLAG_7 to enable it.")
-    add(kb, "a.md", "# Gardening\n\nWater tomatoes every morning.")
-    add(kb, "b.md", "# Astronomy\n\nJupiter has many moons.")
+    add(kb, "a.md", "# Backups\n\nBackups run every night at 02:00.")
+    add(kb, "b.md", "# Holidays\n\nThe office closes on public holidays.")
     index_knowledge_base.delay(kb.id)
-    everything = retrieve([kb], "QZV_FLAG_7", min_score=0.0).kept
-    ids_hit = next(s for s in everything if s.passage.document.title == "Config")
-    floor = 0.9
-    # Its semantic relevance alone is under the floor...
-    assert ids_hit.semantic_score < floor and ids_hit.lexical_rank == 1 and ids_hit.semantic_rank == 1
-    kept = retrieve([kb], "QZV_FLAG_7", min_score=floor)
-    # ...yet it survives, as the floor applies to the fused score only; the others fall below it.
-    assert [s.passage.document.title for s in kept.kept] == ["Config"]
-    assert ids_hit.fused >= floor
-    assert {s.dropped for s in kept.considered if s.rank is None} == {"below minimum score"}
+    result = retrieve([kb], "when do backups run")
+    for retriever in ("semantic", "lexical"):
+        ranks = [getattr(s, f"{retriever}_rank") for s in result.ranking(retriever)]
+        assert ranks == sorted(ranks) and ranks[0] == 1
+    assert result.ranking("semantic")[0].passage.document.title == "Backups"
+    with pytest.raises(ValueError):
+        result.ranking("fused")
+    assert PROTECTED_RANK == 3
+
+
+CONFIGURATION = """# Configuration
+
+| Setting | Default | Meaning |
+|---|---|---|
+| `OUTBOUND_TIMEOUT_SECONDS` | `15` | Total time for one request. |
+| `OUTBOUND_ALLOWED_HOSTS` | empty | Private addresses tools may reach. |
+| `ALLOW_PUBLIC_LINKS` | `false` | Share links for anyone. |
+"""
+PROSE = ("# Outbound requests\n\nOutbound requests are allowed only to public hosts; hosts on a private network "
+         "are refused. Requests that are allowed get a time limit. Allowed hosts, outbound hosts, allowed again.")
+CODE = ("# Code\n\nRows are `KnowledgePassage` objects, searched by app/knowledge/search.py; the memory tool is "
+        "store_in_memory.")
+
+
+@pytest.mark.parametrize("query", ["SKILLDESK_OUTBOUND_ALLOWED_HOSTS", "OUTBOUND_ALLOWED_HOSTS",
+                                   "outbound_allowed_hosts", "OutboundAllowedHosts"])
+def test_a_name_finds_its_row_whatever_the_style_or_prefix(knowledge_base, query):
+    kb = knowledge_base()
+    add(kb, "configuration.md", CONFIGURATION)
+    add(kb, "outbound.md", PROSE)  # the name's words, many times over, but never the name
+    index_knowledge_base.delay(kb.id)
+    first_by_words = db.session.get(KnowledgePassage, lexical.search([kb.id], query)[0][0])
+    assert "`OUTBOUND_ALLOWED_HOSTS`" in first_by_words.text
+    assert titles(retrieve([kb], query).kept)[0] == "Configuration"
+    assert retrieve([kb], query).evidence.names == (query,)
+
+
+@pytest.mark.parametrize(("query", "wanted"), [
+    ("knowledge_passage", "KnowledgePassage"), ("search.py", "app/knowledge/search.py"),
+    ("StoreInMemory", "store_in_memory"),
+])
+def test_names_are_found_whole_whatever_the_style(knowledge_base, query, wanted):
+    kb = knowledge_base()
+    add(kb, "code.md", CODE)
+    add(kb, "prose.md", "# Prose\n\nThe knowledge of a search is kept in memory; store it in a passage.")
+    index_knowledge_base.delay(kb.id)
+    found = lexical.search([kb.id], query)
+    assert wanted in db.session.get(KnowledgePassage, found[0][0]).text
+
+
+def test_a_camel_case_name_is_found_by_a_part(knowledge_base):
+    kb = knowledge_base()
+    add(kb, "rows.md", "# Rows\n\nEach row is a `KnowledgePassage`.")
+    add(kb, "other.md", "# Other\n\nNothing of the kind here.")
+    index_knowledge_base.delay(kb.id)
+    found = lexical.search([kb.id], "passage")  # the word is only ever written inside the name
+    assert [db.session.get(KnowledgePassage, pid).document.title for pid, _ in found] == ["Rows"]
 
 
 @pytest.mark.skipif(bool(os.environ.get("SKILLDESK_TEST_DATABASE_URL")),
@@ -99,3 +162,12 @@ def test_a_word_in_most_passages_brings_no_passage_of_its_own(knowledge_base):
     assert len(lexical.search([kb.id], "the")) == 3  # alone, it is still searched
     found = lexical.search([kb.id], "the zebra")
     assert ["zebra" in db.session.get(KnowledgePassage, pid).text for pid, _ in found] == [True]
+
+
+def test_present_tells_which_words_some_passage_holds_through_the_stemmer(knowledge_base):
+    kb = knowledge_base()
+    add(kb, "a.md", "# Backups\n\nBackups are running nightly; see OUTBOUND_ALLOWED_HOSTS.")
+    index_knowledge_base.delay(kb.id)
+    held = lexical.present([kb.id], ["backup", "runs", "outboundallowedhosts", "teleportation", "bad word"])
+    assert held == {"backup", "runs", "outboundallowedhosts"}
+    assert lexical.present([], ["backup"]) == set() and lexical.present([kb.id], []) == set()

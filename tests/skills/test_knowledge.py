@@ -218,3 +218,30 @@ def test_a_follow_up_is_searched_with_the_conversations_context_and_the_step_sho
     page = user_client.get(f"/chat/{conversation}").text
     assert f'<q class="step-headline">{rewritten}</q>' in page
     assert f'<q class="step-headline">{follow_up}</q>' not in page
+
+
+def test_an_off_topic_search_gives_no_passage_and_the_answer_says_the_documents_do_not_answer(
+        app, user_client, scripted_model, handbook):
+    query = "how long to knead sourdough bread"
+    script = Script([("search_knowledge", {"query": query})], "Knead it for ten minutes [1].")
+    run, message = chat_with(app, user_client, agent(app, scripted_model, script), "How long should I knead bread?")
+    step = message.steps[0]
+    assert not step["failed"] and "No passage answers this" in step["result"] and "Handbook" in step["result"]
+    assert "[1]" not in step["result"] and "Backups run" not in step["result"]  # nothing to cite
+    assert message.content.startswith("The documents do not answer this.") and "ten minutes" not in message.content
+    assert message.meta["knowledge"]["no_evidence"] == [query]
+    assert script.retries == []  # nothing was retrieved, so there is nothing to reconsider
+
+
+@pytest.mark.parametrize(("query", "problem"), [
+    ("backups " * 400, "Keep the query under 1,000 characters"),
+    ("backups \x01\x02\x7f", "control characters"),
+    ("   ", "Say what to search for"),
+])
+def test_a_bad_query_goes_back_to_the_model_and_the_turn_goes_on(app, user_client, scripted_model, handbook,
+                                                                   query, problem):
+    script = Script([("search_knowledge", {"query": query})], SEARCH, "Backups run at 02:00 [1].")
+    run, message = chat_with(app, user_client, agent(app, scripted_model, script), "When do backups run?")
+    assert run.status == "succeeded"
+    assert message.steps[0]["failed"] and problem in message.steps[0]["result"]
+    assert not message.steps[1]["failed"] and "/knowledge/passages/" in message.content

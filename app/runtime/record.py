@@ -11,6 +11,7 @@ words.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic_ai import ModelRetry, ToolReturn
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution, ToolFailed
 
+from app.policy.claims import Change, Finding, Suggestion, change_from_outcome, check_claims
 from app.runtime import evidence
 from app.runtime.skill import EFFECT_KEY, MUTATES_KEY, TRUSTED_RESULT_KEY, changes_state
 
@@ -74,6 +76,7 @@ class TurnRecord:
     asked: list[str] = field(default_factory=list)
     # The model asked about what the deterministic checks cannot decide (app/runtime/verifier.py), if configured.
     verifier: Any = None
+    _findings: tuple[str, list[Finding]] | None = field(default=None, repr=False)
 
     def passage_number(self, passage_id: int, document_id: int, title: str, heading: str, text: str = "") -> int:
         """Return the number of a retrieved passage, giving it the next number the first time."""
@@ -90,6 +93,35 @@ class TurnRecord:
 
     def failed_calls(self) -> list[ToolCall]:
         return [call for call in self.calls if call.failed]
+
+    def findings(self, text: str) -> list[Finding]:
+        """Check every claim of `text` against this turn's changes, earlier receipts and proposals (the engine of
+        app/policy/claims); the same text is checked once, whichever reviewers ask."""
+        if self._findings is None or self._findings[0] != text:
+            changes = [change_of(o) for o in self.changes] + [change_of(o, earlier=True) for o in self.earlier]
+            found = check_claims(text, changes, [suggestion_of(p) for p in self.proposals], self.locale,
+                                 tools=set(self.tools), calls=[call.name for call in self.calls])
+            self._findings = (text, found)
+        return self._findings[1]
+
+
+def change_of(outcome: Mapping[str, Any], earlier: bool = False) -> Change:
+    """A ledger entry for the claims engine: the action and kind the tool declared, else what its name says."""
+    named = change_from_outcome(outcome, earlier)
+    action = outcome.get("action") or named.action
+    kind = outcome.get("object") or named.object
+    count = named.count
+    if kind == "table" and action == "create" and isinstance(outcome.get("rows"), int):
+        count = outcome["rows"]  # a table made with sample rows wrote that many rows
+    target = outcome.get("target") if isinstance(outcome.get("target"), str) else named.target
+    return Change(named.tool, action, kind, target, count, named.status, earlier)
+
+
+def suggestion_of(proposal: Mapping[str, Any]) -> Suggestion:
+    """A stored proposal as the claims engine reads it."""
+    target = proposal.get("target") or {}
+    name = ".".join(str(value) for value in target.values()) if isinstance(target, Mapping) else str(target)
+    return Suggestion(str(proposal.get("kind") or "preference"), name, proposal.get("proposed"))
 
 
 # The action an MCP tool's name begins with, for tools whose server declares no effect (a write tool's name

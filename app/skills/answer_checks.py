@@ -31,11 +31,7 @@ from app.policy.claims import (
     SUPPORTED_PAST,
     UNDECIDED,
     UNSUPPORTED,
-    Change,
     Finding,
-    Suggestion,
-    change_from_outcome,
-    check_claims,
     claims_mode_limit,
     detect_language,
     hands_off,
@@ -93,31 +89,6 @@ class AnswerChecks(AbstractCapability[Any]):
     config: Config
 
 
-def change_of(outcome: Mapping[str, Any], earlier: bool = False) -> Change:
-    """A ledger entry for the engine: the action and kind the tool declared, else what its name says."""
-    named = change_from_outcome(outcome, earlier)
-    action = outcome.get("action") or named.action
-    kind = outcome.get("object") or named.object
-    count = named.count
-    if kind == "table" and action == "create" and isinstance(outcome.get("rows"), int):
-        count = outcome["rows"]  # a table made with sample rows wrote that many rows
-    target = outcome.get("target") if isinstance(outcome.get("target"), str) else named.target
-    return Change(named.tool, action, kind, target, count, named.status, earlier)
-
-
-def suggestion_of(proposal: Mapping[str, Any]) -> Suggestion:
-    target = proposal.get("target") or {}
-    name = ".".join(str(value) for value in target.values()) if isinstance(target, Mapping) else str(target)
-    return Suggestion(str(proposal.get("kind") or "preference"), name, proposal.get("proposed"))
-
-
-def findings_of(text: str, record: TurnRecord) -> list[Finding]:
-    """Check every claim of the answer against the turn's changes, earlier receipts and proposals."""
-    changes = [change_of(o) for o in record.changes] + [change_of(o, earlier=True) for o in record.earlier]
-    return check_claims(text, changes, [suggestion_of(p) for p in record.proposals], record.locale,
-                        tools=set(record.tools), calls=[call.name for call in record.calls])
-
-
 def refuted(text: str, findings: list[Finding], record: TurnRecord) -> list[Finding]:
     """Return the claims not supported: the unsupported, and the undecided the verifier (or the fallback) refutes."""
     undecided = [f for f in findings if f.verdict == UNDECIDED]
@@ -147,7 +118,7 @@ def problem_of(config: Config, text: str, record: TurnRecord) -> tuple[str | Non
         return "handoff", []
     if not config.check_changes:
         return None, []
-    findings = findings_of(text, record)
+    findings = record.findings(text)
     wrong = refuted(text, findings, record)
     if wrong:
         return "unsupported", wrong

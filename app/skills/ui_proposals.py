@@ -20,7 +20,7 @@ from pydantic_ai import ModelRetry
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.policy.claims import claims_applied
+from app.policy.claims import is_applied
 from app.policy.proposals import (
     NOT_PROPOSED_FEEDBACK,
     ProposalCollector,
@@ -111,9 +111,11 @@ def review(config: Config, built: list[Any], text: str, record: TurnRecord) -> V
     proposals = list(record.proposals)
     meta = {"proposals": proposals} if proposals else {}
     locale = record.locale
-    if proposals and claims_applied(text, locale):
+    # A change no tool of this turn made, said as applied: only a proposal could make it, and none is applied.
+    applied = any(is_applied(f.claim) and not f.accepted for f in record.findings(text))
+    if proposals and applied:
         return Verdict.replaced(pending_statement(locale, text), meta=meta)
-    if not proposals and (claims_applied(text, locale) or claims_suggestion(text, locale)):
+    if not proposals and (applied or claims_suggestion(text, locale)):
         return Verdict.ask_again(NOT_PROPOSED_FEEDBACK, otherwise=Verdict.replaced(nothing_changed(locale, text)),
                                  meta={"proposal_check": {"unsupported": True}})
     return Verdict.keep(meta)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.policy.claims import Change, Suggestion, change_from_outcome, check_claims
+from app.policy.claims import Change, Suggestion, change_from_outcome, check_claims, find_claims
 
 
 def table(name, count=None, status="succeeded", earlier=False):
@@ -237,3 +237,15 @@ def test_a_ledger_entry_is_read_from_an_outcome_of_the_runtime():
     assert change_from_outcome({"tool": "jira"}).action == "change"  # the name says no verb: any action fits
     assert [f.verdict for f in check_claims("I created the issue ABC-1.",
                                             [change_from_outcome({"tool": "jira"})])] == ["supported"]
+
+
+def test_a_row_claimed_in_one_table_is_not_supported_by_a_row_written_to_another():
+    leads = rows("Leads", 1)
+    assert [f.verdict for f in check_claims("I added Ada to Contacts.", [leads])] == ["unsupported"]
+    assert [f.verdict for f in check_claims("I added Ada to Leads.", [leads])] == ["supported"]
+
+
+def test_a_claim_made_a_moment_ago_is_this_turns_and_is_checked():
+    claims = find_claims("I made it a moment ago, with 3 rows in it.")
+    assert claims and all(claim.action == "create" and not claim.earlier for claim in claims)
+    assert find_claims("I created the table two days ago.")[0].earlier

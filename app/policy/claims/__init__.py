@@ -74,7 +74,8 @@ from app.policy.claims.records import (
 __all__ = [
     "Change", "Claim", "Finding", "Suggestion", "SUPPORTED", "SUPPORTED_PAST", "UNSUPPORTED", "UNDECIDED", "VERDICTS",
     "WordTableError", "LEXICON", "find_claims", "check_claims", "change_from_outcome", "detect_language",
-    "claims_change", "claims_applied", "says_unfinished", "claims_mode_limit", "hands_off", "prints_tool_call",
+    "claims_change", "claims_applied", "is_applied", "says_unfinished", "claims_mode_limit", "hands_off",
+    "prints_tool_call",
 ]
 
 LEXICON: Lexicon = load()
@@ -133,9 +134,14 @@ def claims_change(text: str, locale: str | None = None) -> bool:
 
 def claims_applied(text: str, locale: str | None = None) -> bool:
     """Tell whether an answer says that something was changed or applied (a preference, a view, "Done!")."""
-    never = LEXICON.kinds.never_applied
-    return any(claim.action != "suggest" and not claim.earlier
-               and (claim.action in (None, "update") or claim.object in never) for claim in _claims(text, locale))
+    return any(is_applied(claim) for claim in _claims(text, locale))
+
+
+def is_applied(claim: Claim) -> bool:
+    """Tell whether a claim says something was changed or applied (the proposals' check): a state, an update,
+    or a change of what only a proposal could change (a preference, a layout, a view)."""
+    return claim.action != "suggest" and not claim.earlier and (
+        claim.action in (None, "update") or claim.object in LEXICON.kinds.never_applied)
 
 
 def says_unfinished(text: str, locale: str | None = None) -> bool:

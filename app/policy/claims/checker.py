@@ -89,8 +89,11 @@ class Checker:
             name = claim.target  # a claim about the table, a change of its rows
         elif named_by_container or kind is not None and change.object == self.kinds.container.get(kind):
             name = claim.container or (claim.target if kind is None else None)
-            if named_by_container and kind != change.object and name is not None and not self._a_target(name):
-                return True  # "Bob Stone: added", "Bob's email updated": a record's name, not a table's
+            # "Bob Stone: added", "Bob's email updated": a record's name, not a table's; but in "added Ada to
+            # Contacts" (nothing but a name and where it went) the place is named, and must be where the rows went.
+            if named_by_container and kind != change.object and (claim.container is None or kind is not None) \
+                    and name is not None and not self._a_target(name):
+                return True
         elif kind is None:
             name = claim.target or claim.container
         else:

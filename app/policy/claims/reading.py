@@ -326,7 +326,10 @@ def read(source: str, lexicon: Lexicon, locale: str | None = None) -> Reading:
         if all(unit.kind == "p" and unit.norm not in ("check", "cross") for unit in units):
             continue
         language = _leader(votes, reading.language)
-        moment = any(code == language for code, _at in marks.get("moment", ())) or any(u.moment for u in units)
+        # "a moment ago", "just now": this turn, not a dated past ("two days ago", "on Monday").
+        recent = any(code == language for code, _at in marks.get("recent", ()))
+        moment = not recent and (any(code == language for code, _at in marks.get("moment", ()))
+                                 or any(u.moment for u in units))
         reading.sentences.append(Sentence(sentence_number, language, units, marks, moment, candidate, number, kind,
                                           norm))
         sentence_number += 1

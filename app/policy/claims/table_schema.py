@@ -40,7 +40,7 @@ LANGUAGE: dict[str, Any] = {
         "clauses": _section(("breaks", "coordinators", "alternatives", "questions"), ("breaks", "coordinators")),
         "phrases": _section(("determiners", "prepositions", "with", "new", "by_agent", "adverbs"),
                             ("determiners", "prepositions")),
-        "time": _section(("earlier", "moments"), ("earlier",)),
+        "time": _section(("earlier", "moments", "recent"), ("earlier",)),
         "state": _section(("completion", "now", "verbs"), ("completion", "now", "verbs")),
         "objects": {"type": "object", "additionalProperties": WORDS},
         "soft_objects": {"type": "object", "additionalProperties": WORDS},

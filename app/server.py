@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from app.runtime import execution, interruption
 log = logging.getLogger(__name__)
 
 GRACEFUL_TIMEOUT_SECONDS = 10
+# Signals that stop a worker: once it is exiting, another one (a second Ctrl+C, the master's SIGQUIT
+# arriving late on a busy machine) must not raise SystemExit inside its exit and leave runs `running`.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM)
 
 
 class Server(BaseApplication):
@@ -81,8 +85,18 @@ class Worker(ThreadWorker):
         super().handle_exit(sig, frame)
 
     def handle_quit(self, sig, frame) -> None:  # SIGINT (Ctrl+C) and SIGQUIT: exit now
+        # Ctrl+C reaches the worker and the master, which sends SIGQUIT on top: a second signal handled while
+        # the first one's SystemExit unwinds would raise again inside gunicorn's `finally` and skip
+        # `worker_exit`, leaving the runs `running`. The master's SIGKILL still ends a worker stuck past its timeout.
+        ignore_stop_signals()
         execution.interrupt_all()
         super().handle_quit(sig, frame)
+
+
+def ignore_stop_signals() -> None:
+    """Ignore further stop signals: this worker is already on its way out."""
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, signal.SIG_IGN)
 
 
 def post_fork(_arbiter, worker) -> None:
@@ -106,10 +120,12 @@ def post_worker_init(worker) -> None:
 
 
 def worker_exit(_arbiter, worker) -> None:
-    """Interrupt the runs still in flight, then stop the job consumer."""
+    """Interrupt the runs still in flight and wait for them to be stored, then stop the job consumer."""
     app: Flask | None = getattr(worker, "wsgi", None)
     if app is None:
         return
+    ignore_stop_signals()  # after a graceful SIGTERM too: a Ctrl+C now would cut the wait short
+    log.info("worker %s is storing the runs it interrupted", worker.pid)
     interruption.interrupt_here(app)
     consumer, lock = getattr(worker, "skilldesk_consumer", (None, None))
     if consumer is not None:

@@ -33,6 +33,7 @@ from ag_ui.core.types import Interrupt
 from ag_ui.encoder import EventEncoder
 
 from app.models import Message, RunEvent
+from app.runtime.feeds import StoredEvent
 
 ERROR_CODES = {"failed": "RUN_FAILED", "unfinished": "RUN_UNFINISHED", "interrupted": "RUN_INTERRUPTED",
                "refused": "REFUSED"}
@@ -49,7 +50,7 @@ def started(thread_id: str, run_id: str) -> BaseEvent:
     return RunStartedEvent(threadId=thread_id, runId=run_id)
 
 
-def tool_events(event: RunEvent) -> Iterator[BaseEvent]:
+def tool_events(event: RunEvent | StoredEvent) -> Iterator[BaseEvent]:
     """The AG-UI events of one stored tool step event (nothing for text: it waits for the checked answer)."""
     data: dict[str, Any] = event.data or {}
     if event.type == "tool_call":

@@ -8,6 +8,7 @@ with its proposals in `metadata`.
 from __future__ import annotations
 
 import concurrent.futures
+import time
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
 from flask_login import current_user
@@ -32,6 +33,9 @@ from app.runtime import events as run_events
 from app.web.stream_client import StreamClient
 
 bp = Blueprint("api_chat", __name__)
+
+# How often an open AG-UI stream re-checks who follows it and whether its run is still going.
+CHECK_SECONDS = 1.0
 api.init_blueprint(bp)
 MAX_PER_PAGE = 100
 
@@ -216,28 +220,43 @@ def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer=(None, 
     """
     if after <= 0:
         yield agui.frame(agui.started(thread_id, run_id), 0)
-    seq = max(after, 0)
-    while True:
-        with app.app_context():
-            if not _still_signed_in(viewer):
-                return
-            stored = run_events.events_after(run_id, seq)
-            end = next((e for e in stored if e.type == run_events.END), None)
-            frames = [agui.frame(item, event.seq) for event in stored for item in agui.tool_events(event)]
+    checked = 0.0
+    with run_events.follow(app, run_id, max(after, 0)) as follower:
+        while True:
+            with app.app_context():
+                look = time.monotonic() - checked >= CHECK_SECONDS
+                if look and not _still_signed_in(viewer):
+                    return
+                # From memory when this process stored them, else one read of the database.
+                stored = follower.next(0)
+                end = next((e for e in stored if e.type == run_events.END), None)
+                frames = [agui.frame(item, event.seq) for event in stored for item in agui.tool_events(event)]
+                if end is not None:
+                    message = db.session.get(Message, (end.data or {}).get("message_id") or 0)
+                    frames += [agui.frame(item, end.seq) for item in agui.ending(thread_id, run_id, message)]
+                # Past the end already (a client resuming after it), or the run went with its conversation.
+                status = db.session.scalar(db.select(Run.status).where(Run.id == run_id)) \
+                    if look and not stored else None
+                if look:
+                    checked = time.monotonic()
+            yield from frames
             if end is not None:
-                message = db.session.get(Message, (end.data or {}).get("message_id") or 0)
-                frames += [agui.frame(item, end.seq) for item in agui.ending(thread_id, run_id, message)]
-            seq = stored[-1].seq if stored else seq
-            # Past the end already (a client resuming after it), or the run went with its conversation.
-            status = db.session.scalar(db.select(Run.status).where(Run.id == run_id)) if not stored else None
-        yield from frames
-        if end is not None or (not stored and status not in ACTIVE_STATUSES):
-            return
-        if client is not None:
-            if frames:
-                client.wrote()
-            if client.gone():
                 return
-            if beat := client.heartbeat():
-                yield beat
-        run_events.wait_for_events(run_id, seq, run_events.recheck_seconds(app))
+            if look and not stored and status not in ACTIVE_STATUSES:
+                follower.look_again()  # the end event was committed with the status: read it, else stop
+                with app.app_context():
+                    ending = [event for event in follower.next(0) if event.type == run_events.END]
+                    message = db.session.get(Message, (ending[0].data or {}).get("message_id") or 0) \
+                        if ending else None
+                    last = [agui.frame(item, ending[0].seq) for item in agui.ending(thread_id, run_id, message)] \
+                        if ending else []
+                yield from last
+                return
+            if client is not None:
+                if frames:
+                    client.wrote()
+                if client.gone():
+                    return
+                if beat := client.heartbeat():
+                    yield beat
+            follower.wait(CHECK_SECONDS)

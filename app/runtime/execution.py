@@ -204,6 +204,7 @@ async def execute(app: Flask, turn: Turn) -> str:
         outcome.status, outcome.error = "failed", "The agent of this conversation no longer exists."
     else:
         await _drive(app, turn, writer, outcome)
+    await writer.settled()  # the events it emitted are stored before its end is (without blocking the loop)
     with app.app_context():
         needs_title = _finish(turn, outcome, writer)
     writer.published()

@@ -5,8 +5,9 @@ costs a listener latency (until its safety re-check), never an event. Each proce
 listening connection per channel in a daemon thread of its own (not from the SQLAlchemy pool),
 started on first use and again after a fork, and reconnects with a back-off when it drops.
 
-Messages are short strings: `e <run id> <seq>` (a run stored events up to seq), `s <run id>`
-(Stop was requested) and `*` (this process may have missed messages: every listener looks again).
+Messages are short strings: `e <run id> <seq> [<run id> <seq> …]` (runs stored events up to seq: one
+message for a whole batch of the event store), `s <run id>` (Stop was requested) and `*` (this process
+may have missed messages: every listener looks again).
 """
 
 from __future__ import annotations
@@ -29,7 +30,23 @@ READY_WAIT_SECONDS = 2.0
 HEALTH_CHECK_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 10.0
 
+# Runs named in one `e` message: a run id and a number take about 45 bytes, pg_notify takes 8000 at most.
+RUNS_PER_MESSAGE = 100
+
 Deliver = Callable[[str], None]
+
+
+def event_messages(newest: dict[str, int]) -> list[str]:
+    """The `e` messages that announce runs' newest stored events (run id -> sequence number)."""
+    pairs = [f"{run_id} {seq}" for run_id, seq in newest.items()]
+    return ["e " + " ".join(pairs[start:start + RUNS_PER_MESSAGE])
+            for start in range(0, len(pairs), RUNS_PER_MESSAGE)]
+
+
+def parse_events(rest: str) -> list[tuple[str, int]]:
+    """Read the (run id, sequence number) pairs of an `e` message (without its `e `); skip malformed ones."""
+    words = rest.split()
+    return [(run_id, int(seq)) for run_id, seq in zip(words[::2], words[1::2], strict=False) if seq.isdigit()]
 
 
 class Wakeups:

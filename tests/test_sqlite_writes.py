@@ -1,0 +1,123 @@
+"""SQLite's one writer: a burst of concurrent writes never fails with "database is locked"; a write that
+cannot be made in time is answered 503 with Retry-After and stores nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from app import create_app
+from app.database import WriteTimeout
+from app.extensions import db
+from app.models import Message, Run, User
+from tests.chat_driver import start_chat
+
+HX = {"HX-Request": "true"}
+
+pytestmark = pytest.mark.skipif("sqlite" not in (__import__("os").environ.get("SKILLDESK_TEST_DATABASE_URL")
+                                                or "sqlite"), reason="SQLite's write lock")
+
+
+def _database_file(app) -> str:
+    return app.config["SQLALCHEMY_DATABASE_URI"].removeprefix("sqlite:///")
+
+
+def test_concurrent_transactions_that_read_then_write_all_commit(app):
+    """Each transaction reads, writes, reads again and writes once more: the pattern a deferred BEGIN lets
+    fail at once when another writer commits in between. 24 threads, 10 transactions each, all kept."""
+    with app.app_context():
+        user_id = db.session.scalar(db.select(User.id).limit(1)) or _a_user()
+    failures: list[BaseException] = []
+    start = threading.Barrier(24)
+
+    def writer(n: int) -> None:
+        try:
+            start.wait()
+            for i in range(10):
+                with app.app_context():
+                    user = db.session.get(User, user_id)
+                    db.session.execute(db.update(User).where(User.id == user_id)
+                                       .values(preferences={**(user.preferences or {}), f"w{n}": i}))
+                    db.session.scalar(db.select(db.func.count()).select_from(User))
+                    db.session.execute(db.update(User).where(User.id == user_id).values(name=f"writer {n} {i}"))
+                    db.session.commit()
+        except BaseException as error:  # collected for the assertion
+            failures.append(error)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    with app.app_context():
+        preferences = db.session.get(User, user_id).preferences
+        assert sum(1 for key in preferences if key.startswith("w")) >= 1
+
+
+def _a_user() -> int:
+    user = User(email="writes@example.org", name="Writes", role="user", active=True, preferences={},
+                password_hash="x")
+    db.session.add(user)
+    db.session.commit()
+    return user.id
+
+
+@pytest.fixture
+def quick_app(settings, app):
+    """The same database, with a write timeout short enough for a test that holds the lock on purpose."""
+    other = create_app({**settings, "DATABASE_WRITE_TIMEOUT_SECONDS": 0.2})
+    yield other
+    with other.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
+def test_a_write_that_cannot_start_in_time_raises_write_timeout_and_writes_nothing(quick_app):
+    holder = sqlite3.connect(_database_file(quick_app), isolation_level=None)  # another process's writer
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with quick_app.app_context():
+            db.session.add(User(email="late@example.org", name="Late", role="user", active=True,
+                                preferences={}, password_hash="x"))
+            with pytest.raises(WriteTimeout) as raised:
+                db.session.commit()
+            assert raised.value.code == 503
+            db.session.rollback()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with quick_app.app_context():
+        assert db.session.scalar(db.select(User.id).where(User.email == "late@example.org")) is None
+
+
+def test_a_send_while_the_database_cannot_take_it_is_503_with_retry_after_and_nothing_stored(quick_app):
+    from tests.conftest import AuthActions
+
+    client = quick_app.test_client()
+    AuthActions(quick_app, client).login_as("user")
+    conversation_id = start_chat(quick_app, client)
+    holder = sqlite3.connect(_database_file(quick_app), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        response = client.post(f"/chat/{conversation_id}/messages", data={"text": "Are you there?"}, headers=HX)
+        api = client.post(f"/chat/{conversation_id}/messages", data={"text": "Are you there?"},
+                          headers={"Accept": "application/json"})
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert response.status_code == 503 and response.headers["Retry-After"] == "5"
+    # An alert beside the page: the composer, and the text in it, stay as they were.
+    assert response.headers["HX-Retarget"] == "#alerts" and 'id="composer"' not in response.text
+    assert "nothing was saved" in response.text
+    assert api.status_code == 503 and api.headers["Retry-After"] == "5" and api.get_json()["error"] == "busy"
+    with quick_app.app_context():
+        assert db.session.scalar(db.select(db.func.count()).select_from(Message)
+                                 .where(Message.conversation_id == conversation_id)) == 0
+        assert db.session.scalar(db.select(db.func.count()).select_from(Run)
+                                 .where(Run.conversation_id == conversation_id)) == 0
+    # Once the writer is gone the same send goes through.
+    assert client.post(f"/chat/{conversation_id}/messages", data={"text": "Are you there?"},
+                       headers=HX).status_code == 200

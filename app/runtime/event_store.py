@@ -11,6 +11,7 @@ events are committed first, so the sequence numbers become visible in order.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
 import threading
@@ -49,6 +50,18 @@ class EventStore:
         self._pending: dict[str, Pending] = {}
         self._changed = threading.Condition()
         threading.Thread(target=self._serve, name="skilldesk-event-store", daemon=True).start()
+        atexit.register(self.drain)  # a command that emitted events and exits: they are stored first
+
+    def drain(self, timeout: float = SETTLE_TIMEOUT_SECONDS) -> bool:
+        """Block until nothing waits to be stored (False after the timeout)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+        return True
 
     def put(self, app: Flask, run_id: str, rows: list[dict[str, Any]]) -> None:
         """Queue a run's rows (in sequence order) to be stored and announced; returns at once."""

@@ -1,4 +1,8 @@
-"""Wake-ups across processes: PostgreSQL LISTEN/NOTIFY, Redis pub/sub, or none (one process).
+"""Wake-ups across processes: PostgreSQL LISTEN/NOTIFY, Redis pub/sub, the serving machine's relay, or none.
+
+The relay is for the embedded default under `flask serve` (SQLite, no Redis, several web workers on one
+machine): the knowledge process passes each message a worker sends on its Unix socket to every other
+worker (`app/service.py`, `WakeupRelay`).
 
 A wake-up only says "look again": stored run events stay the source of truth, so a lost message
 costs a listener latency (until its safety re-check), never an event. Each process keeps one
@@ -14,9 +18,11 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from flask import Flask
@@ -107,11 +113,36 @@ class RedisWakeups(Wakeups):
         return _listener(("redis", self.url), lambda: _RedisListener(self.url, self.channel, self.deliver)).ensure()
 
 
+class RelayWakeups(Wakeups):
+    """Each message sent to the serving machine's relay, which passes it to the other processes connected."""
+
+    crosses_processes = True
+
+    def __init__(self, path: str, deliver: Deliver) -> None:
+        self.path = path
+        self.deliver = deliver
+
+    def committed(self, message: str) -> None:
+        self._listener().send(message)
+
+    def listen(self) -> bool:
+        return self._listener().ensure()
+
+    def _listener(self) -> _RelayListener:
+        return _listener(("relay", self.path), lambda: _RelayListener(self.path, self.deliver))  # type: ignore
+
+
+def relay_socket(config: Any) -> str:
+    """Where the serving machine's relay listens: beside the job queue's file, in the instance folder."""
+    return str(Path(config["JOBS_SQLITE_PATH"]).with_suffix(".live.sock"))
+
+
 def for_app(app: Flask, engine_url: Any, deliver: Deliver) -> Wakeups:
-    """Choose the app's wake-ups from LIVE_EVENTS: auto (PostgreSQL, else Redis, else none) or one by name."""
+    """Choose the app's wake-ups from LIVE_EVENTS: auto (PostgreSQL, else Redis, else the serving machine's
+    relay under `flask serve`, else none) or one by name."""
     choice = app.config["LIVE_EVENTS"]
-    if choice not in ("auto", "postgresql", "redis", "process"):
-        raise ValueError(f"LIVE_EVENTS must be auto, postgresql, redis or process, not {choice!r}")
+    if choice not in ("auto", "postgresql", "redis", "relay", "process"):
+        raise ValueError(f"LIVE_EVENTS must be auto, postgresql, redis, relay or process, not {choice!r}")
     postgres = engine_url.get_backend_name() == "postgresql"
     if choice == "postgresql" or (choice == "auto" and postgres):
         if not postgres:
@@ -122,6 +153,8 @@ def for_app(app: Flask, engine_url: Any, deliver: Deliver) -> Wakeups:
         if not app.config.get("REDIS_URL"):
             raise ValueError("LIVE_EVENTS=redis needs REDIS_URL")
         return RedisWakeups(app.config["REDIS_URL"], deliver)
+    if choice == "relay" or (choice == "auto" and app.config.get("KNOWLEDGE_PROCESS")):
+        return RelayWakeups(relay_socket(app.config), deliver)
     return Wakeups()
 
 
@@ -165,6 +198,8 @@ class _Listener:
             try:
                 self.subscribe_and_deliver()
             except Exception:
+                if self.ready.is_set():  # it was listening: try again soon, then back off while it fails
+                    backoff = 0.25
                 log.warning("run wake-ups (%s) lost their connection; retrying in %.1f s", self.name, backoff,
                             exc_info=True)
             self.ready.clear()
@@ -226,3 +261,48 @@ class _RedisListener(_Listener):
         finally:
             pubsub.close()
             client.close()
+
+
+class _RelayListener(_Listener):
+    """One connection to the relay: messages from the other processes come in on it, ours go out on it."""
+
+    name = "relay-listener"
+
+    def __init__(self, path: str, deliver: Deliver) -> None:
+        super().__init__(deliver)
+        self.path = path
+        self._connection: socket.socket | None = None
+        self._sending = threading.Lock()
+
+    def send(self, message: str) -> None:
+        """Send a message to the other processes; dropped while not connected (events stay stored)."""
+        connection = self._connection
+        if connection is None:  # not connected yet (a process that just started): wait for it, briefly
+            self.ensure()
+            self.ready.wait(READY_WAIT_SECONDS)
+            connection = self._connection
+        if connection is None:
+            return
+        try:
+            with self._sending:
+                connection.sendall(message.encode() + b"\n")
+        except OSError:  # the listening side notices the lost connection and reconnects
+            log.debug("could not send a run wake-up to the relay", exc_info=True)
+
+    def subscribe_and_deliver(self) -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(self.path)
+            self._connection = connection
+            try:
+                self.subscribed()
+                buffered = b""
+                while True:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        raise ConnectionError("the relay closed the connection")
+                    *lines, buffered = (buffered + chunk).split(b"\n")
+                    for line in lines:
+                        if line:
+                            self.deliver(line.decode())
+            finally:
+                self._connection = None

@@ -3,8 +3,8 @@
 - Each web worker serves SERVER_THREADS requests at once (a live stream holds a thread, never a
   database connection while it waits) and runs its own runtime loop, started after the fork.
 - One knowledge process beside them (gunicorn's dirty worker, `app/service.py`) holds the embedding model,
-  the embedded Chroma store, the job consumer (unless `--no-jobs`) and the wake-up relay of the embedded
-  default; web workers never import torch. Plain `gunicorn wsgi:app` runs none of it.
+  the embedded Chroma store and the job consumer (unless `--no-jobs`); web workers never import torch.
+  Plain `gunicorn wsgi:app` runs none of it.
 - Ctrl+C (SIGINT) and SIGTERM stop the runs in flight as `interrupted`, keeping what they had
   produced and the user's message, before the worker exits.
 """
@@ -85,7 +85,7 @@ def default_workers() -> int:
 def serve(app: Flask, host: str, port: int, workers: int | None = None, jobs: bool = True) -> None:
     """Serve until Ctrl+C or SIGTERM."""
     # Web workers ask the knowledge process for embeddings and the embedded store, and (on the embedded
-    # default) exchange wake-ups through its relay: chosen here, before the fork, for every process.
+    # default) exchange wake-ups through sockets of their own: chosen here, before the fork, for every process.
     app.config["KNOWLEDGE_PROCESS"] = True
     events.init_app(app)
     service.serve_app(app)

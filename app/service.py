@@ -7,9 +7,9 @@ workers). It holds:
 - the embedded Chroma store, which only one process may open (memories and knowledge searches of every
   web worker are made here);
 - the job consumer (`JOBS_WORKERS` threads; not with `--no-jobs`), so indexing a knowledge base, the
-  built-in documentation's at first start included, never runs in a web worker;
-- the relay of live-event wake-ups between the web workers on the embedded default (SQLite without Redis):
-  a Unix socket beside the job queue's file; each line one worker sends goes to every other worker.
+  built-in documentation's at first start included, never runs in a web worker.
+Live-event wake-ups do not pass through it: on the embedded default each process has a socket of its own
+(`app/runtime/wakeups.py`, `LocalWakeups`), so this process's heavy work (indexing) delays no wake-up.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -28,15 +27,11 @@ from gunicorn.dirty import DirtyApp
 from app.extensions import db
 from app.knowledge.embeddings import MiniLMEmbedder
 from app.knowledge.records import to_wire
-from app.runtime import interruption, wakeups
+from app.runtime import interruption
 
 log = logging.getLogger(__name__)
 
 SERVICE_APP = "app.service:KnowledgeService"
-# How long the relay waits for a worker to take a message before it drops that worker (which reconnects
-# and reads the stored events again).
-RELAY_SEND_TIMEOUT_SECONDS = 2.0
-
 _serving: Flask | None = None
 
 
@@ -61,8 +56,6 @@ class KnowledgeService(DirtyApp):
         self._store: Any = None
         self._store_lock = threading.Lock()
         self._public = None
-        self.relay = WakeupRelay(wakeups.relay_socket(app.config)) \
-            if isinstance(app.extensions["wakeups"], wakeups.RelayWakeups) else None
         self.consumer, self.lock = _start_consumer(app)
 
     def __call__(self, action: str, *args: Any, **kwargs: Any) -> Any:
@@ -84,8 +77,6 @@ class KnowledgeService(DirtyApp):
             self.consumer.stop(graceful=False)
             os.close(self.lock)
         interruption.interrupt_here(self.app)  # runs started by jobs (triggers) end interrupted, not left running
-        if self.relay is not None:
-            self.relay.close()
 
     def _method(self, name: str):
         from app.knowledge.vectors import VectorStore, store_from_config  # chromadb: only this process loads it
@@ -130,69 +121,3 @@ def _take_lock(path: Path) -> int | None:
         os.close(fd)
         return None
     return fd
-
-
-class WakeupRelay:
-    """A Unix socket that passes each line a connected process sends to every other connected process."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        if os.path.exists(path):
-            os.unlink(path)  # left by a process that died
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(path)
-        os.chmod(path, 0o600)
-        self.server.listen(128)
-        self.peers: dict[socket.socket, threading.Lock] = {}
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, name="skilldesk-relay", daemon=True).start()
-
-    def close(self) -> None:
-        self.server.close()
-        with self._lock:
-            for peer in list(self.peers):
-                peer.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                peer, _address = self.server.accept()
-            except OSError:
-                return  # closed
-            peer.settimeout(RELAY_SEND_TIMEOUT_SECONDS)
-            with self._lock:
-                self.peers[peer] = threading.Lock()
-            threading.Thread(target=self._relay_from, args=(peer,), name="skilldesk-relay-peer", daemon=True).start()
-
-    def _relay_from(self, peer: socket.socket) -> None:
-        buffered = b""
-        try:
-            while True:
-                try:
-                    received = peer.recv(65536)
-                except TimeoutError:
-                    continue
-                if not received:
-                    return
-                # Whole lines only: another sender's line must never land inside this one's.
-                complete, newline, buffered = (buffered + received).rpartition(b"\n")
-                if not newline:  # no line ended yet: rpartition left it all in `buffered`
-                    continue
-                chunk = complete + newline
-                with self._lock:
-                    others = [(other, lock) for other, lock in self.peers.items() if other is not peer]
-                for other, lock in others:
-                    try:
-                        with lock:
-                            other.sendall(chunk)
-                    except OSError:  # too slow or gone: it reconnects and looks at the stored events again
-                        self._drop(other)
-        except OSError:
-            return
-        finally:
-            self._drop(peer)
-
-    def _drop(self, peer: socket.socket) -> None:
-        with self._lock:
-            self.peers.pop(peer, None)
-        peer.close()

@@ -35,3 +35,12 @@ class Figures:
         """Print the figures; return the script's exit status."""
         print("\n".join(self.lines))
         return 1 if self.missed else 0
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

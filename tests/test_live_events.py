@@ -21,8 +21,6 @@ from app.extensions import db
 from app.models import Conversation, Run
 from app.runtime import events as run_events
 from app.runtime import execution
-from app.runtime.wakeups import relay_socket
-from app.service import WakeupRelay
 from tests.chat_driver import chat_model, outcome, send, start_chat
 from tests.conftest import AuthActions, make_agent, make_user
 
@@ -35,7 +33,7 @@ BACKENDS = [
         not DATABASE_URL, reason="SKILLDESK_TEST_DATABASE_URL is not set (a PostgreSQL database)")),
     pytest.param("redis", marks=pytest.mark.skipif(
         not REDIS_URL, reason="SKILLDESK_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/14)")),
-    "relay",  # the serving machine's own relay (the embedded default under `flask serve`): always available
+    "local",  # a Unix socket per process (the embedded default under `flask serve`): always available
 ]
 
 EMIT = """
@@ -50,8 +48,6 @@ STOP = """
 import json, sys
 from app import create_app
 from app.runtime import execution
-from app.runtime.wakeups import relay_socket
-from app.service import WakeupRelay
 from app.extensions import db
 from app.models import Run
 app = create_app(json.loads(sys.argv[1]))
@@ -64,14 +60,10 @@ with app.app_context():
 def live(request, app, settings, tmp_path):
     """A second app on the test database whose run events cross processes through the backend."""
     config = {**settings, "LIVE_EVENTS": request.param, "REDIS_URL": REDIS_URL if request.param == "redis" else None,
-              "JOBS_SQLITE_PATH": str(tmp_path / "jobs.sqlite3")}  # a relay of its own (its socket is beside it)
+              "JOBS_SQLITE_PATH": str(tmp_path / "jobs.sqlite3")}  # sockets of its own (their folder is beside it)
     other = create_app(config)
     other.config["TEST_OVERRIDES"] = config
-    # The relay runs in the knowledge process under `flask serve`; here, in the test's process.
-    relay = WakeupRelay(relay_socket(other.config)) if request.param == "relay" else None
     yield other
-    if relay is not None:
-        relay.close()
     with other.app_context():
         db.session.remove()
         db.engine.dispose()

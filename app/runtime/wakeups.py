@@ -1,8 +1,9 @@
-"""Wake-ups across processes: PostgreSQL LISTEN/NOTIFY, Redis pub/sub, the serving machine's relay, or none.
+"""Wake-ups across processes: PostgreSQL LISTEN/NOTIFY, Redis pub/sub, one machine's local sockets, or none.
 
-The relay is for the embedded default under `flask serve` (SQLite, no Redis, several web workers on one
-machine): the knowledge process passes each message a worker sends on its Unix socket to every other
-worker (`app/service.py`, `WakeupRelay`).
+The local channel is for the embedded default under `flask serve` (SQLite, no Redis, several processes on
+one machine): each process listens on a Unix socket of its own in one folder, and sends each message to
+every other socket there. No process relays for the others, so a busy one (the knowledge process while it
+indexes) delays no one's wake-ups but its own.
 
 A wake-up only says "look again": stored run events stay the source of truth, so a lost message
 costs a listener latency (until its safety re-check), never an event. Each process keeps one
@@ -113,36 +114,33 @@ class RedisWakeups(Wakeups):
         return _listener(("redis", self.url), lambda: _RedisListener(self.url, self.channel, self.deliver)).ensure()
 
 
-class RelayWakeups(Wakeups):
-    """Each message sent to the serving machine's relay, which passes it to the other processes connected."""
+class LocalWakeups(Wakeups):
+    """A Unix socket per process in one folder: a message goes to every other process's socket there."""
 
     crosses_processes = True
 
-    def __init__(self, path: str, deliver: Deliver) -> None:
-        self.path = path
+    def __init__(self, folder: str, deliver: Deliver) -> None:
+        self.folder = folder
         self.deliver = deliver
 
     def committed(self, message: str) -> None:
-        self._listener().send(message)
+        _outbox(self.folder).send(message)
 
     def listen(self) -> bool:
-        return self._listener().ensure()
-
-    def _listener(self) -> _RelayListener:
-        return _listener(("relay", self.path), lambda: _RelayListener(self.path, self.deliver))  # type: ignore
+        return _listener(("local", self.folder), lambda: _LocalInbox(self.folder, self.deliver)).ensure()
 
 
-def relay_socket(config: Any) -> str:
-    """Where the serving machine's relay listens: beside the job queue's file, in the instance folder."""
-    return str(Path(config["JOBS_SQLITE_PATH"]).with_suffix(".live.sock"))
+def local_folder(config: Any) -> str:
+    """Where the processes of one machine keep their wake-up sockets: beside the job queue's file."""
+    return str(Path(config["JOBS_SQLITE_PATH"]).with_suffix(".live"))
 
 
 def for_app(app: Flask, engine_url: Any, deliver: Deliver) -> Wakeups:
-    """Choose the app's wake-ups from LIVE_EVENTS: auto (PostgreSQL, else Redis, else the serving machine's
-    relay under `flask serve`, else none) or one by name."""
+    """Choose the app's wake-ups from LIVE_EVENTS: auto (PostgreSQL, else Redis, else the local sockets under
+    `flask serve`, else none) or one by name."""
     choice = app.config["LIVE_EVENTS"]
-    if choice not in ("auto", "postgresql", "redis", "relay", "process"):
-        raise ValueError(f"LIVE_EVENTS must be auto, postgresql, redis, relay or process, not {choice!r}")
+    if choice not in ("auto", "postgresql", "redis", "local", "process"):
+        raise ValueError(f"LIVE_EVENTS must be auto, postgresql, redis, local or process, not {choice!r}")
     postgres = engine_url.get_backend_name() == "postgresql"
     if choice == "postgresql" or (choice == "auto" and postgres):
         if not postgres:
@@ -153,8 +151,8 @@ def for_app(app: Flask, engine_url: Any, deliver: Deliver) -> Wakeups:
         if not app.config.get("REDIS_URL"):
             raise ValueError("LIVE_EVENTS=redis needs REDIS_URL")
         return RedisWakeups(app.config["REDIS_URL"], deliver)
-    if choice == "relay" or (choice == "auto" and app.config.get("KNOWLEDGE_PROCESS")):
-        return RelayWakeups(relay_socket(app.config), deliver)
+    if choice == "local" or (choice == "auto" and app.config.get("KNOWLEDGE_PROCESS")):
+        return LocalWakeups(local_folder(app.config), deliver)
     return Wakeups()
 
 
@@ -263,46 +261,102 @@ class _RedisListener(_Listener):
             client.close()
 
 
-class _RelayListener(_Listener):
-    """One connection to the relay: messages from the other processes come in on it, ours go out on it."""
+class _LocalInbox(_Listener):
+    """This process's socket in the folder: every line another process sends to it is delivered."""
 
-    name = "relay-listener"
+    name = "local-listener"
 
-    def __init__(self, path: str, deliver: Deliver) -> None:
+    def __init__(self, folder: str, deliver: Deliver) -> None:
         super().__init__(deliver)
-        self.path = path
-        self._connection: socket.socket | None = None
-        self._sending = threading.Lock()
-
-    def send(self, message: str) -> None:
-        """Send a message to the other processes; dropped while not connected (events stay stored)."""
-        connection = self._connection
-        if connection is None:  # not connected yet (a process that just started): wait for it, briefly
-            self.ensure()
-            self.ready.wait(READY_WAIT_SECONDS)
-            connection = self._connection
-        if connection is None:
-            return
-        try:
-            with self._sending:
-                connection.sendall(message.encode() + b"\n")
-        except OSError:  # the listening side notices the lost connection and reconnects
-            log.debug("could not send a run wake-up to the relay", exc_info=True)
+        self.folder = Path(folder)
 
     def subscribe_and_deliver(self) -> None:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(self.path)
-            self._connection = connection
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self.folder / f"{os.getpid()}.sock"
+        path.unlink(missing_ok=True)  # a process of this pid that died before
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+            server.bind(str(path))
+            server.listen(128)
+            self.subscribed()
+            while True:
+                peer, _address = server.accept()
+                threading.Thread(target=self._read, args=(peer,), name="skilldesk-local-peer", daemon=True).start()
+
+    def _read(self, peer: socket.socket) -> None:
+        buffered = b""
+        with peer:
+            while chunk := peer.recv(65536):
+                *lines, buffered = (buffered + chunk).split(b"\n")
+                for line in lines:
+                    if line:
+                        self.deliver(line.decode())
+
+
+# How long a send waits for a process that does not read its socket before that process is dropped
+# (it reads the stored events at its safety re-check).
+SEND_TIMEOUT_SECONDS = 0.5
+_outboxes: dict[tuple[int, str], _LocalOutbox] = {}
+
+
+def _outbox(folder: str) -> _LocalOutbox:
+    with _listeners_lock:
+        key = (os.getpid(), folder)
+        if key not in _outboxes:
+            _outboxes[key] = _LocalOutbox(Path(folder))
+        return _outboxes[key]
+
+
+class _LocalOutbox:
+    """Connections from this process to every other socket of the folder, made again when the folder changes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.peers: dict[str, socket.socket] = {}
+        self._seen = -1.0
+        self._lock = threading.Lock()
+
+    def send(self, message: str) -> None:
+        line = message.encode() + b"\n"
+        with self._lock:
+            self._connect_new()
+            for name, peer in list(self.peers.items()):
+                try:
+                    peer.sendall(line)
+                except OSError:  # gone, or not reading: it looks at the stored events again by itself
+                    peer.close()
+                    del self.peers[name]
+                    self._seen = -1.0
+
+    def _connect_new(self) -> None:
+        try:
+            changed = self.folder.stat().st_mtime_ns
+        except FileNotFoundError:
+            return
+        if changed == self._seen:
+            return
+        self._seen = changed
+        mine = f"{os.getpid()}.sock"
+        present = {path.name for path in self.folder.glob("*.sock")} - {mine}
+        for name in set(self.peers) - present:
+            self.peers.pop(name).close()
+        for name in present - set(self.peers):
+            peer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            peer.settimeout(SEND_TIMEOUT_SECONDS)
             try:
-                self.subscribed()
-                buffered = b""
-                while True:
-                    chunk = connection.recv(65536)
-                    if not chunk:
-                        raise ConnectionError("the relay closed the connection")
-                    *lines, buffered = (buffered + chunk).split(b"\n")
-                    for line in lines:
-                        if line:
-                            self.deliver(line.decode())
-            finally:
-                self._connection = None
+                peer.connect(str(self.folder / name))
+            except OSError:  # a socket left by a process that died
+                peer.close()
+                if not _alive(name):
+                    (self.folder / name).unlink(missing_ok=True)
+                continue
+            self.peers[name] = peer
+
+
+def _alive(socket_name: str) -> bool:
+    try:
+        os.kill(int(socket_name.removesuffix(".sock")), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -208,6 +208,17 @@ class Skilldesk:
             db.session.commit()
             self.agent_id = agent.id
 
+    def title(self, conversation_ids: list[int]) -> None:
+        """Give the conversations a title, so their first turn queues no title job: a round measures turns."""
+        from app.extensions import db
+        from app.models import Conversation
+
+        with self.app().app_context():
+            db.session.execute(db.update(Conversation).where(Conversation.id.in_(conversation_ids))
+                               .values(title="Benchmark"))
+            db.session.commit()
+            db.session.remove()
+
     def stored_replies(self, conversation_ids: list[int]) -> tuple[int, int]:
         """Return (succeeded runs whose stored reply is complete, runs) for the conversations."""
         from app.extensions import db

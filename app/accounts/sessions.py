@@ -9,8 +9,9 @@ random token per sign-in (stored as a SHA-256 hash), never the user's id. So:
 
 Loading the signed-in user is one indexed query, and its answer is kept for `CACHE_SECONDS` in this
 process (a copy of the row's columns, made into a clean object of each request's session without a
-query), so a page and its stream's requests do not each read the same rows again. A change made in this
-process (sign-out, a new generation) drops the copy at once; one made in another process counts within
+query) for the requests that change nothing (GET: pages, streams), so they do not each read the same
+rows again; a request that may write reads the row. A change made in this process (sign-out, a new
+generation, any update of the user) drops the copy at once; one made in another process counts within
 `CACHE_SECONDS`.
 """
 
@@ -33,6 +34,7 @@ from app.extensions import db
 from app.models import User, UserSession
 
 CACHE_SECONDS = 1.0
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 _cache: dict[str, tuple[float, int, dict]] = {}  # token hash -> (expiry, user id, the user's column values)
 _cache_lock = threading.Lock()
@@ -57,7 +59,12 @@ def _generation_moved(target: User, value, oldvalue, _initiator) -> None:
         forget(user_id=target.id)
 
 
+def _user_written(_mapper, _connection, target: User) -> None:
+    forget(user_id=target.id)
+
+
 event.listen(User.session_generation, "set", _generation_moved)
+event.listen(User, "after_update", _user_written)  # a change made here is never read back stale here
 
 
 def sign_in(user: User, remember: bool = False) -> None:
@@ -92,7 +99,9 @@ def load_user(token: str) -> User | None:
     digest = _hash(token)
     with _cache_lock:
         cached = _cache.get(digest)
-    if cached is not None and cached[0] > time.monotonic():
+    # Only a request that changes nothing uses the copy: one that may write the user (its preferences, a
+    # password) reads the row as it is, so no change made meanwhile elsewhere is written over.
+    if cached is not None and cached[0] > time.monotonic() and request.method in SAFE_METHODS:
         user = _from_copy(cached[2])
     else:
         user = db.session.scalar(

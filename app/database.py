@@ -164,8 +164,9 @@ class SqliteWrites:
 
     def before_execute(self, connection, cursor, statement: str, _parameters, context, _executemany) -> None:
         dbapi_connection = cursor.connection
-        if dbapi_connection.in_transaction or not _is_write(statement, context):
-            return
+        if dbapi_connection.in_transaction or dbapi_connection.isolation_level is None \
+                or not _is_write(statement, context):
+            return  # already writing, in the driver's autocommit mode (each statement its own), or a read
         started = time.monotonic()
         if not self.turns.acquire(self.timeout):
             raise WriteTimeout()

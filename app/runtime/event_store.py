@@ -54,6 +54,8 @@ class EventStore:
 
     def drain(self, timeout: float = SETTLE_TIMEOUT_SECONDS) -> bool:
         """Block until nothing waits to be stored (False after the timeout)."""
+        if os.getpid() != self.pid:
+            return True  # a forked child's copy: its thread stayed in the parent
         deadline = time.monotonic() + timeout
         with self._changed:
             while self._pending:

@@ -3,6 +3,7 @@ cannot be made in time is answered 503 with Retry-After and stores nothing."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 
@@ -16,8 +17,9 @@ from tests.chat_driver import start_chat
 
 HX = {"HX-Request": "true"}
 
-pytestmark = pytest.mark.skipif("sqlite" not in (__import__("os").environ.get("SKILLDESK_TEST_DATABASE_URL")
-                                                or "sqlite"), reason="SQLite's write lock")
+DATABASE_URL = os.environ.get("SKILLDESK_TEST_DATABASE_URL") or "sqlite"
+pytestmark = pytest.mark.skipif(not DATABASE_URL.startswith("sqlite"),
+                                reason="SQLite's one writer (the run is on SKILLDESK_TEST_DATABASE_URL)")
 
 
 def _database_file(app) -> str:

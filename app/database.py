@@ -80,7 +80,7 @@ def init_app(app: Flask) -> None:
     with app.app_context():
         engine = db.engine
     if engine.dialect.name == "sqlite":
-        writes = SqliteWrites(float(app.config["DATABASE_WRITE_TIMEOUT_SECONDS"]))
+        writes = app.extensions["sqlite_writes"] = SqliteWrites(float(app.config["DATABASE_WRITE_TIMEOUT_SECONDS"]))
         event.listen(engine, "connect", writes.connected)
         event.listen(engine, "before_cursor_execute", writes.before_execute)
         event.listen(engine, "commit", writes.on_commit)
@@ -167,6 +167,10 @@ class SqliteWrites:
         if dbapi_connection.in_transaction or dbapi_connection.isolation_level is None \
                 or not _is_write(statement, context):
             return  # already writing, in the driver's autocommit mode (each statement its own), or a read
+        self.start(connection, dbapi_connection)
+
+    def start(self, connection, dbapi_connection) -> None:
+        """Take this process's write turn and `BEGIN IMMEDIATE`, or raise `WriteTimeout` having written nothing."""
         started = time.monotonic()
         if not self.turns.acquire(self.timeout):
             raise WriteTimeout()
@@ -221,6 +225,21 @@ def _is_write(statement: str, context) -> bool:
     if context is not None and (context.isinsert or context.isupdate or context.isdelete):
         return True
     return statement.lstrip()[:7].upper().startswith(_WRITES)
+
+
+def begin_write() -> None:
+    """Start the session's transaction as a write now: on SQLite, take the write turn before anything is done.
+
+    For a caller that must not be cut short half-way (a run storing its end): a `WriteTimeout` raised here
+    comes before any of its work, so it can simply try again.
+    """
+    writes: SqliteWrites | None = current_app.extensions.get("sqlite_writes")
+    if writes is None:
+        return
+    connection = db.session.connection()
+    dbapi_connection = connection.connection.dbapi_connection
+    if not dbapi_connection.in_transaction:
+        writes.start(connection, dbapi_connection)
 
 
 def is_sqlite(engine: Engine | None = None) -> bool:

@@ -115,3 +115,42 @@ def test_a_send_while_the_database_cannot_take_it_is_503_with_retry_after_and_no
     # Once the writer is gone the same send goes through.
     assert client.post(f"/chat/{conversation_id}/messages", data={"text": "Are you there?"},
                        headers=HX).status_code == 200
+
+
+def test_a_run_whose_end_cannot_be_stored_in_time_waits_and_stores_it(quick_app, scripted_model, caplog):
+    """SQLite's writer busy past the timeout as a run ends: the run tries again, never stays `running`."""
+    import asyncio
+    import logging
+
+    from app.runtime import execution
+    from tests.chat_driver import chat_model, send, until
+    from tests.conftest import AuthActions
+
+    release = threading.Event()
+
+    async def answer(messages, info):
+        yield "Nearly "
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+        yield "done."
+
+    client = quick_app.test_client()
+    AuthActions(quick_app, client).login_as("user")
+    conversation_id = start_chat(quick_app, client, model_config_id=chat_model(scripted_model, answer))
+    run_id = send(quick_app, client, conversation_id, "Hello", wait=False)
+    holder = sqlite3.connect(_database_file(quick_app), isolation_level=None)
+    caplog.set_level(logging.WARNING, logger="app.runtime.execution")
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        release.set()
+        assert until(lambda: any("waits for the database to store its end" in r.message for r in caplog.records))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    execution.wait(run_id)
+    with quick_app.app_context():
+        run = db.session.get(Run, run_id)
+        assert run.status == "succeeded"
+        answer_text = db.session.scalar(db.select(Message.content).where(Message.run_id == run_id,
+                                                                          Message.role == "assistant"))
+        assert answer_text == "Nearly done."

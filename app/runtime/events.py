@@ -11,6 +11,7 @@ it reaches a run in any process.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -39,6 +40,7 @@ RECHECK_SECONDS = 1.0
 SAFETY_RECHECK_SECONDS = 5.0
 
 _stop_handlers: list[Callable[[str], None]] = []
+log = logging.getLogger(__name__)
 
 
 def init_app(app: Flask) -> None:
@@ -187,7 +189,9 @@ class EventWriter:
             self._store([self._pending_text()])
 
     async def settled(self) -> None:
-        """Wait (without blocking the loop) until every event emitted so far is stored: call before `stage`."""
+        """Store the text waiting for its flush, then wait (without blocking the loop) until every event emitted
+        so far is stored: call before `stage`, whose transaction may hold the database's write turn."""
+        self.flush()
         await event_store().settled(self.run_id)
 
     def stage(self, *events: tuple[str, dict[str, Any]]) -> None:
@@ -197,7 +201,9 @@ class EventWriter:
         become visible in order. Call `published()` once the caller has committed.
         """
         self._cancel_timer()
-        event_store().settle(self.run_id)
+        # Settled before (`settled()`); waiting here could wait for this very transaction's write turn.
+        if not event_store().settle(self.run_id, timeout=0):
+            log.info("run %s stores its end before some of its events", self.run_id)
         if self._screen is not None:  # the end: the answer has passed the guardrails whole
             self._text.append(self._screen.rest())
             self._screen = None

@@ -72,7 +72,10 @@ def options(app: Flask, host: str, port: int, workers: int, jobs: bool) -> dict[
         "accesslog": os.environ.get("SKILLDESK_ACCESS_LOG") or None,
         "errorlog": "-",
         "loglevel": "info",
-        "proc_name": "skilldesk",
+        # gunicorn names its dirty arbiter's pid file after proc_name (in the shared temporary folder) and, at
+        # start, kills the arbiter that file names as an orphan: one name per address, or a second server on
+        # this machine would end the first one's knowledge process.
+        "proc_name": f"skilldesk-{host}-{port}",
         "control_socket_disable": True,  # one path per user: several servers on a machine would collide
     }
 

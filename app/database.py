@@ -13,6 +13,7 @@ with Retry-After, before anything of it is written.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import threading
@@ -240,6 +241,26 @@ def begin_write() -> None:
     dbapi_connection = connection.connection.dbapi_connection
     if not dbapi_connection.in_transaction:
         writes.start(connection, dbapi_connection)
+
+
+# Tries at a write that must not be given up (a run's end) while SQLite's writer stays busy past its timeout.
+WRITE_ATTEMPTS = 6
+
+
+async def in_write_turn(app: Flask, work: Callable[..., Any], *args: Any) -> Any:
+    """Run `work(*args)` in an app context whose transaction took the write turn first (`begin_write`); while
+    the database cannot take the write in time, wait (without blocking the loop) and try again."""
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            with app.app_context():
+                begin_write()  # a WriteTimeout here comes before any of the work
+                return work(*args)
+        except WriteTimeout:
+            if attempt + 1 == WRITE_ATTEMPTS:
+                raise
+            log.warning("waiting for the database to store %s", getattr(work, "__name__", "a write"))
+            await asyncio.sleep(0.1 * 2 ** min(attempt, 4))
+    raise AssertionError("unreachable")
 
 
 def is_sqlite(engine: Engine | None = None) -> bool:

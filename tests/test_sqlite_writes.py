@@ -139,11 +139,11 @@ def test_a_run_whose_end_cannot_be_stored_in_time_waits_and_stores_it(quick_app,
     conversation_id = start_chat(quick_app, client, model_config_id=chat_model(scripted_model, answer))
     run_id = send(quick_app, client, conversation_id, "Hello", wait=False)
     holder = sqlite3.connect(_database_file(quick_app), isolation_level=None)
-    caplog.set_level(logging.WARNING, logger="app.runtime.execution")
+    caplog.set_level(logging.WARNING, logger="app.database")
     try:
         holder.execute("BEGIN IMMEDIATE")
         release.set()
-        assert until(lambda: any("waits for the database to store its end" in r.message for r in caplog.records))
+        assert until(lambda: any("waiting for the database to store _finish" in r.message for r in caplog.records))
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -30,7 +30,7 @@ from pydantic_ai.run import AgentRunResultEvent
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.usage import UsageLimits
 
-from app.database import WriteTimeout, begin_write
+from app.database import in_write_turn
 from app.extensions import db
 from app.guards.outbound import OutboundRefused
 from app.models import Agent, Conversation, Message, Run, RunEvent, User
@@ -57,8 +57,6 @@ from app.runtime.titles import generate_title
 log = logging.getLogger(__name__)
 
 CANCEL_POLL_SECONDS = 1.0
-# Tries at storing a run's end while SQLite's writer stays busy past DATABASE_WRITE_TIMEOUT_SECONDS.
-FINISH_ATTEMPTS = 6
 
 INTERRUPTED = ("The server stopped while this answer was being written. What it had produced is kept; "
                "send your message again to continue.")
@@ -208,27 +206,13 @@ async def execute(app: Flask, turn: Turn) -> str:
     else:
         await _drive(app, turn, writer, outcome)
     await writer.settled()  # the events it emitted are stored before its end is (without blocking the loop)
-    needs_title = await _finish_in_turn(app, turn, outcome, writer)
+    # The end takes SQLite's write turn before any of its work, and waits and tries again while a burst keeps
+    # the one writer busy past its timeout: a run is never left `running` for want of the lock.
+    needs_title = await in_write_turn(app, _finish, turn, outcome, writer)
     writer.published()
     if needs_title or any(skill.after_turn is not None for skill, _config, _built in outcome.skills):
         await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, outcome, needs_title)
     return outcome.status
-
-
-async def _finish_in_turn(app: Flask, turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> bool:
-    """Store the run's end, first taking the database's write turn (SQLite): a burst of sends that keeps the
-    one writer busy past its timeout makes the run wait and try again, never leaves it `running`."""
-    for attempt in range(FINISH_ATTEMPTS):
-        try:
-            with app.app_context():
-                begin_write()  # a WriteTimeout here comes before any of _finish's work
-                return _finish(turn, outcome, writer)
-        except WriteTimeout:
-            if attempt + 1 == FINISH_ATTEMPTS:
-                raise
-            log.warning("run %s waits for the database to store its end", turn.run_id)
-            await asyncio.sleep(0.1 * 2 ** min(attempt, 4))
-    raise AssertionError("unreachable")
 
 
 async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome: Outcome) -> None:

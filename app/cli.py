@@ -45,19 +45,22 @@ def recover_runs_command() -> None:
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True)
-@click.option("--workers", default=1, show_default=True, help="Worker processes (each with SERVER_THREADS threads).")
+@click.option("--workers", default=None, type=click.IntRange(min=1),
+              help="Web worker processes, each with SERVER_THREADS threads [default: one per core].")
 @click.option("--jobs/--no-jobs", default=True, show_default=True,
-              help="Run the background-job consumer in one worker (--no-jobs when `flask jobs worker` runs them).")
+              help="Run the background-job consumer in the knowledge process (--no-jobs when `flask jobs worker` "
+                   "runs them).")
 @with_appcontext
-def serve_command(host: str, port: int, workers: int, jobs: bool) -> None:
+def serve_command(host: str, port: int, workers: int | None, jobs: bool) -> None:
     """Serve Skilldesk with gunicorn's threaded workers; Ctrl+C interrupts the runs in flight and stops."""
     app = current_app._get_current_object()
     _log_to_stderr()
     count = recover_interrupted()
     if count:
         click.echo(f"Marked {count} unfinished run(s) as interrupted.")
+    workers = workers or server.default_workers()
     click.echo(f"Skilldesk is serving on http://{host}:{port}/ with {workers} worker(s) of "
-               f"{app.config['SERVER_THREADS']} threads (Ctrl+C to stop)")
+               f"{app.config['SERVER_THREADS']} threads and a knowledge process (Ctrl+C to stop)")
     server.serve(app, host, port, workers=workers, jobs=jobs)
 
 

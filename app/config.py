@@ -26,6 +26,8 @@ DEFAULTS: dict[str, object] = {
     "STREAM_HEARTBEAT_SECONDS": 5,  # a waiting stream writes `: keep-alive` this often, to notice a gone client
     "DATABASE_POOL_SIZE": 10,
     "DATABASE_MAX_CONNECTIONS": None,  # per process; default: one per thread that may use the pool
+    # SQLite: how long a write waits for the one writer's turn before it is answered 503 (nothing written)
+    "DATABASE_WRITE_TIMEOUT_SECONDS": 10,
     # Chat runtime
     "MAX_MESSAGE_CHARS": 20_000,
     "MAX_MODEL_REQUESTS_PER_TURN": 25,
@@ -147,11 +149,14 @@ def pool_options(config) -> dict:
     # for a connection (each holds one briefly) instead of the server refusing new ones.
     cap = config.get("DATABASE_MAX_CONNECTIONS")
     bound = min(users, max(1, int(cap))) if cap else users
+    if uri.startswith("sqlite"):
+        # Connections to a file cost no server: keep every one opened (an overflow connection would be
+        # closed at checkin and opened again, pragmas and all, for the next burst), and hand out the most
+        # recently used first, so the few that a quiet server needs stay warm and the rest stay idle.
+        return {"pool_size": bound, "max_overflow": 0, "pool_use_lifo": True}
     size = min(int(config["DATABASE_POOL_SIZE"]), bound)
-    options: dict = {"pool_size": size, "max_overflow": bound - size}
-    if not uri.startswith("sqlite"):
-        options["pool_pre_ping"] = True  # guards against dropped server connections (SQLite has none)
-    return options
+    # pool_pre_ping guards against dropped server connections.
+    return {"pool_size": size, "max_overflow": bound - size, "pool_pre_ping": True}
 
 
 def database_uri(url: str | None, instance: Path) -> str:

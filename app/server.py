@@ -1,31 +1,38 @@
-"""The production server behind `flask serve` and `make run`: gunicorn with threaded workers.
+"""The production server behind `flask serve` and `make run`: gunicorn with threaded workers, one per core.
 
-- Each worker serves SERVER_THREADS requests at once (a live stream holds a thread, never a
+- Each web worker serves SERVER_THREADS requests at once (a live stream holds a thread, never a
   database connection while it waits) and runs its own runtime loop, started after the fork.
-- The job consumer runs once per machine and queue, in whichever worker holds `instance/jobs.consumer.lock`,
-  and only when asked (`flask serve` asks unless `--no-jobs`); plain `gunicorn wsgi:app` runs none.
+- One knowledge process beside them (gunicorn's dirty worker, `app/service.py`) holds the embedding model,
+  the embedded Chroma store and the job consumer (unless `--no-jobs`); web workers never import torch.
+  Plain `gunicorn wsgi:app` runs none of it.
 - Ctrl+C (SIGINT) and SIGTERM stop the runs in flight as `interrupted`, keeping what they had
   produced and the user's message, before the worker exits.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
-from pathlib import Path
+import signal
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers.gthread import ThreadWorker
 
+from app import service
 from app.extensions import db
-from app.runtime import execution, interruption
+from app.runtime import events, execution, interruption
 
 log = logging.getLogger(__name__)
 
 GRACEFUL_TIMEOUT_SECONDS = 10
+# Threads of the knowledge process answering web workers at once (embeddings queue on the model anyway).
+KNOWLEDGE_THREADS = 8
+KNOWLEDGE_TIMEOUT_SECONDS = 120
+# Signals that stop a worker: once it is exiting, another one (a second Ctrl+C, the master's SIGQUIT
+# arriving late on a busy machine) must not raise SystemExit inside its exit and leave runs `running`.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM)
 
 
 class Server(BaseApplication):
@@ -56,21 +63,38 @@ def options(app: Flask, host: str, port: int, workers: int, jobs: bool) -> dict[
         "graceful_timeout": GRACEFUL_TIMEOUT_SECONDS,
         "keepalive": 5,
         "post_fork": post_fork,
-        "post_worker_init": post_worker_init,
         "worker_exit": worker_exit,
+        "dirty_apps": [service.SERVICE_APP],
+        "dirty_workers": 1,
+        "dirty_threads": KNOWLEDGE_THREADS,
+        "dirty_timeout": KNOWLEDGE_TIMEOUT_SECONDS,
+        "dirty_graceful_timeout": GRACEFUL_TIMEOUT_SECONDS,
         "accesslog": os.environ.get("SKILLDESK_ACCESS_LOG") or None,
         "errorlog": "-",
         "loglevel": "info",
-        "proc_name": "skilldesk",
+        # gunicorn names its dirty arbiter's pid file after proc_name (in the shared temporary folder) and, at
+        # start, kills the arbiter that file names as an orphan: one name per address, or a second server on
+        # this machine would end the first one's knowledge process.
+        "proc_name": f"skilldesk-{host}-{port}",
         "control_socket_disable": True,  # one path per user: several servers on a machine would collide
     }
 
 
-def serve(app: Flask, host: str, port: int, workers: int = 1, jobs: bool = True) -> None:
+def default_workers() -> int:
+    """As many web workers as this process may use cores."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def serve(app: Flask, host: str, port: int, workers: int | None = None, jobs: bool = True) -> None:
     """Serve until Ctrl+C or SIGTERM."""
+    # Web workers ask the knowledge process for embeddings and the embedded store, and (on the embedded
+    # default) exchange wake-ups through sockets of their own: chosen here, before the fork, for every process.
+    app.config["KNOWLEDGE_PROCESS"] = True
+    events.init_app(app)
+    service.serve_app(app)
     with app.app_context():
         db.engine.dispose()  # no connection of the master may be shared by the forked workers
-    Server(app, options(app, host, port, workers, jobs)).run()
+    Server(app, options(app, host, port, workers or default_workers(), jobs)).run()
 
 
 class Worker(ThreadWorker):
@@ -81,8 +105,24 @@ class Worker(ThreadWorker):
         super().handle_exit(sig, frame)
 
     def handle_quit(self, sig, frame) -> None:  # SIGINT (Ctrl+C) and SIGQUIT: exit now
+        # Ctrl+C reaches the worker and the master, which sends SIGQUIT on top: a second signal handled while
+        # the first one's SystemExit unwinds would raise again inside gunicorn's `finally` and skip
+        # `worker_exit`, leaving the runs `running`. The master's SIGKILL still ends a worker stuck past its timeout.
+        ignore_stop_signals()
         execution.interrupt_all()
         super().handle_quit(sig, frame)
+
+
+def ignore_stop_signals() -> None:
+    """Ignore further stop signals: this worker is already on its way out."""
+    # A handler that does nothing rather than SIG_IGN: a signal already caught but not yet handled would
+    # otherwise raise "signal ignored due to race condition" wherever the worker happens to be.
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, _already_stopping)
+
+
+def _already_stopping(_signal, _frame) -> None:
+    pass
 
 
 def post_fork(_arbiter, worker) -> None:
@@ -91,37 +131,11 @@ def post_fork(_arbiter, worker) -> None:
         db.engine.dispose(close=False)
 
 
-def post_worker_init(worker) -> None:
-    """Start the job consumer in the one worker that gets the instance's lock, when asked to."""
-    app: Flask = worker.wsgi
-    if not app.extensions.get("serve_jobs") or app.config["JOBS_IMMEDIATE"]:
-        return
-    lock = _take_lock(Path(app.config["JOBS_SQLITE_PATH"]).with_suffix(".consumer.lock"))
-    if lock is None:
-        return
-    consumer = app.extensions["jobs"].consumer(workers=int(app.config["JOBS_WORKERS"]))
-    consumer.start()
-    worker.skilldesk_consumer = (consumer, lock)
-    log.info("worker %s runs the job consumer (%s threads)", worker.pid, app.config["JOBS_WORKERS"])
-
-
 def worker_exit(_arbiter, worker) -> None:
-    """Interrupt the runs still in flight, then stop the job consumer."""
+    """Interrupt the runs still in flight and wait for them to be stored."""
     app: Flask | None = getattr(worker, "wsgi", None)
     if app is None:
         return
+    ignore_stop_signals()  # after a graceful SIGTERM too: a Ctrl+C now would cut the wait short
+    log.info("worker %s is storing the runs it interrupted", worker.pid)
     interruption.interrupt_here(app)
-    consumer, lock = getattr(worker, "skilldesk_consumer", (None, None))
-    if consumer is not None:
-        consumer.stop(graceful=False)
-        os.close(lock)
-
-
-def _take_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:  # another worker runs the consumer
-        os.close(fd)
-        return None
-    return fd

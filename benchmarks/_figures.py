@@ -27,11 +27,21 @@ class Figures:
         self.missed = False
 
     def report(self, name: str, value: float, unit: str, target: str | None = None, ok: bool = True) -> None:
+        """Print one figure at once (a long run that is stopped keeps what it measured)."""
         self.missed |= not ok
         suffix = f" (target {target}{'' if ok else ', MISSED'})" if target else ""
         self.lines.append(f"{name}: {value:.2f} {unit}{suffix}")
+        print(self.lines[-1], flush=True)
 
     def print(self) -> int:
-        """Print the figures; return the script's exit status."""
-        print("\n".join(self.lines))
+        """Return the script's exit status (the figures were printed as they came)."""
         return 1 if self.missed else 0
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -77,9 +77,14 @@ def answering(url: str):
     return check
 
 
-def ctrl_c(process: subprocess.Popen, timeout: float = 60.0) -> int:
-    """Press Ctrl+C: SIGINT to the command's whole process group; returns its exit status."""
+def press_ctrl_c(process: subprocess.Popen) -> None:
+    """Press Ctrl+C without waiting: SIGINT to the command's whole process group, as a terminal sends it."""
     os.killpg(process.pid, signal.SIGINT)
+
+
+def ctrl_c(process: subprocess.Popen, timeout: float = 60.0) -> int:
+    """Press Ctrl+C and wait for the command to exit; returns its exit status."""
+    press_ctrl_c(process)
     return process.wait(timeout)
 
 

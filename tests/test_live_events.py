@@ -33,6 +33,7 @@ BACKENDS = [
         not DATABASE_URL, reason="SKILLDESK_TEST_DATABASE_URL is not set (a PostgreSQL database)")),
     pytest.param("redis", marks=pytest.mark.skipif(
         not REDIS_URL, reason="SKILLDESK_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/14)")),
+    "local",  # a Unix socket per process (the embedded default under `flask serve`): always available
 ]
 
 EMIT = """
@@ -56,9 +57,10 @@ with app.app_context():
 
 
 @pytest.fixture(params=BACKENDS)
-def live(request, app, settings):
+def live(request, app, settings, tmp_path):
     """A second app on the test database whose run events cross processes through the backend."""
-    config = {**settings, "LIVE_EVENTS": request.param, "REDIS_URL": REDIS_URL if request.param == "redis" else None}
+    config = {**settings, "LIVE_EVENTS": request.param, "REDIS_URL": REDIS_URL if request.param == "redis" else None,
+              "JOBS_SQLITE_PATH": str(tmp_path / "jobs.sqlite3")}  # sockets of its own (their folder is beside it)
     other = create_app(config)
     other.config["TEST_OVERRIDES"] = config
     yield other

@@ -35,6 +35,7 @@ from ag_ui.core.types import Interrupt
 from ag_ui.encoder import EventEncoder
 
 from app.models import Message, RunEvent
+from app.runtime.feeds import StoredEvent
 
 RECEIPT = "receipt"
 # The CUSTOM event that carries a turn's receipt, before RUN_FINISHED (or RUN_ERROR).
@@ -54,7 +55,7 @@ def started(thread_id: str, run_id: str) -> BaseEvent:
     return RunStartedEvent(threadId=thread_id, runId=run_id)
 
 
-def tool_events(event: RunEvent) -> Iterator[BaseEvent]:
+def tool_events(event: RunEvent | StoredEvent) -> Iterator[BaseEvent]:
     """The AG-UI events of one stored tool step event (nothing for text: it waits for the checked answer)."""
     data: dict[str, Any] = event.data or {}
     if event.type == "tool_call":

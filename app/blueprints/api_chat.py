@@ -31,6 +31,9 @@ from app.runtime import capacity, execution
 from app.web.stream_client import StreamClient
 
 bp = Blueprint("api_chat", __name__)
+
+# How often an open AG-UI stream re-checks who follows it and whether its run is still going.
+CHECK_SECONDS = 1.0
 api.init_blueprint(bp)
 MAX_PER_PAGE = 100
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import contains_eager
 from app.accounts import sessions
 from app.chat.stream import encode_html, sse
 from app.extensions import db
-from app.models import Conversation, Message, Run, User
+from app.models import Conversation, Message, Run, User, UserSession
 from app.models.chat import ACTIVE_STATUSES, RUN_STATUSES, WAITING_FOR
 from app.runtime import capacity, execution
 from app.runtime import events as run_events
@@ -80,54 +80,51 @@ def _follow(app, run_id: str, viewer: tuple[int, str | None], after: int, client
 
 def _follow_events(app, run_id: str, viewer: tuple[int, str | None], after: int, client: StreamClient | None):
     checked = time.monotonic()  # the request checked access a moment ago
-    ended = woken = sent = False
-    while True:
-        stored = run_events.events_after(run_id, after)
-        frames = [(event.seq, event.type, sse(event.seq, event.type, encode_html(event, run_id)))
-                  for event in stored]
-        db.session.remove()  # release the connection; the next read sees a fresh snapshot
-        for seq, type_, frame in frames:
-            after = seq
-            yield frame
-            sent = True
-            if client is not None:
-                client.wrote()
-            if type_ == run_events.END:
+    ended = sent = False
+    with run_events.follow(app, run_id, after) as follower:
+        while True:
+            # From memory when this process stored them, else one read of the database.
+            stored = follower.next(0 if ended else POLL_SECONDS)
+            frames = [(event.type, sse(event.seq, event.type, encode_html(event, run_id))) for event in stored]
+            db.session.remove()  # release the connection before the client reads (or the follower waits)
+            for type_, frame in frames:
+                yield frame
+                sent = True
+                if client is not None:
+                    client.wrote()
+                if type_ == run_events.END:
+                    return
+            if ended:  # read after the run had ended: nothing more will come (a client past its end event)
                 return
-        if ended:  # read after the run had ended: nothing more will come (a client past its end event)
-            return
-        if woken and time.monotonic() - checked < POLL_SECONDS:
-            # A new event was stored in this process: read it at once; access is re-checked every second.
-            woken = False
-            continue
-        allowed, ended = _state(run_id, viewer)
-        db.session.remove()
-        checked = time.monotonic()
-        if not allowed:
-            return
-        if ended:  # read once more: the end event was committed with the status
-            continue
-        if client is not None and client.gone():
-            return
-        if not sent:  # answer at once, so the client (and the server) knows the stream is open
-            yield ": waiting\n\n"
-            sent = True
-        if client is not None and (beat := client.heartbeat()):
-            yield beat
-        woken = run_events.wait_for_events(run_id, after, run_events.recheck_seconds(app))
+            if stored and time.monotonic() - checked < POLL_SECONDS:
+                continue  # events flow: access is re-checked once a second
+            allowed, ended = _state(run_id, viewer)
+            db.session.remove()
+            checked = time.monotonic()
+            if not allowed:
+                return
+            if ended:  # read once more: the end event was committed with the status
+                follower.look_again()
+                continue
+            if client is not None and client.gone():
+                return
+            if not sent:  # answer at once, so the client (and the server) knows the stream is open
+                yield ": waiting\n\n"
+                sent = True
+            if client is not None and (beat := client.heartbeat()):
+                yield beat
 
 
 def _state(run_id: str, viewer: tuple[int, str | None]) -> tuple[bool, bool]:
-    """Return (the user may still follow the run, the run has ended)."""
+    """Return (the user may still follow the run, the run has ended), in one indexed query."""
     # A deleted account, a deactivated one, an ended session or a deleted conversation ends the stream too.
     user_id, session_token = viewer
-    if session_token is not None and not sessions.is_live(session_token):
-        return False, True
-    row = db.session.execute(
-        db.select(User.active, Conversation.deleted_at, Run.status).join(Run, Run.user_id == User.id)
-        .join(Conversation, Conversation.id == Run.conversation_id)
-        .where(Run.id == run_id, User.id == user_id)
-    ).first()
+    query = (db.select(User.active, Conversation.deleted_at, Run.status).join(Run, Run.user_id == User.id)
+             .join(Conversation, Conversation.id == Run.conversation_id)
+             .where(Run.id == run_id, User.id == user_id))
+    if session_token is not None:
+        query = query.join(UserSession, sessions.live_session(session_token))
+    row = db.session.execute(query).first()
     if row is None or not row.active or row.deleted_at is not None:
         return False, True
     return True, row.status not in ACTIVE_STATUSES

@@ -7,7 +7,7 @@ from markupsafe import escape
 
 from app.extensions import db
 from app.models import Conversation, Message, Run, RunEvent
-from app.runtime.events import HEADER, NOTICE, WRITING
+from app.runtime.events import HEADER, NOTICE, WRITING, StoredEvent
 
 PANEL_SOURCES = ("panel", "data")  # conversations started in the Workspace or a data page's assistant panel
 
@@ -18,7 +18,7 @@ def sse(event_id: int, event: str, data: str) -> str:
     return f"id: {event_id}\nevent: {event}\n{lines}\n"
 
 
-def encode_html(event: RunEvent, run_id: str) -> str:
+def encode_html(event: RunEvent | StoredEvent, run_id: str) -> str:
     """Render one run event as the HTML fragment its sse-swap target expects."""
     data = event.data or {}
     if event.type == "text":

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from app.guards.outbound import OutboundPolicy, guarded_client, policy_from_config
+from app.knowledge.remote import ProcessEmbedder
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -214,10 +215,18 @@ _embedders_lock = threading.Lock()
 
 
 def embedder_from_config(config: Mapping[str, object]) -> Embedder:
-    """Return this process's embedder for EMBEDDINGS and EMBEDDINGS_URL, _MODEL and _API_KEY_ENV."""
+    """Return this process's embedder for EMBEDDINGS and EMBEDDINGS_URL, _MODEL and _API_KEY_ENV.
+
+    With KNOWLEDGE_PROCESS set (the web workers of `flask serve`), MiniLM is asked of the server's
+    knowledge process (`app/knowledge/remote.py`), so torch is never imported here; an OpenAI-compatible
+    endpoint is called directly.
+    """
     backend = str(config.get("EMBEDDINGS") or MINILM).strip().lower()
-    if backend == MINILM:
-        key: tuple[str, ...] = (MINILM,)
+    if backend == MINILM and config.get("KNOWLEDGE_PROCESS"):
+        # A web worker of `flask serve`: the model runs in the server's knowledge process, never here.
+        key: tuple[str, ...] = (MINILM, "process")
+    elif backend == MINILM:
+        key = (MINILM,)
     elif backend == OPENAI_COMPATIBLE:
         url, model = config.get("EMBEDDINGS_URL"), config.get("EMBEDDINGS_MODEL")
         if not url or not model:
@@ -238,8 +247,9 @@ def embedder_from_config(config: Mapping[str, object]) -> Embedder:
         embedder = _embedders.get(key)
         if embedder is None:
             embedder = _embedders[key] = (
+                ProcessEmbedder() if key == (MINILM, "process")
+                else MiniLMEmbedder() if key[0] == MINILM
                 # The guard is the first caller's (the app's): settings Chroma stores carry no OUTBOUND_*.
-                MiniLMEmbedder() if key[0] == MINILM
                 else OpenAICompatibleEmbedder(*key[1:], policy=policy_from_config(config))
             )
     return embedder

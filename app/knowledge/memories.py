@@ -13,6 +13,8 @@ from flask import current_app
 
 from app.database import mark_purged
 from app.extensions import db, jobs
+from app.knowledge.embeddings import embedder_from_config
+from app.knowledge.remote import ProcessVectorStore
 from app.models import Memory, User
 
 if TYPE_CHECKING:
@@ -27,11 +29,18 @@ class MemoryUnavailable(Exception):
 
 
 def vector_store() -> VectorStore:
-    """Return the app's vector store (Chroma, embedding with the configured embedder)."""
+    """Return the app's vector store (Chroma, embedding with the configured embedder).
+
+    In a web worker of `flask serve` (KNOWLEDGE_PROCESS) the embedded store is the knowledge process's
+    (one process may open it): the same methods, asked of that process. A Chroma server is used directly.
+    """
+    config = current_app.config
+    if config.get("KNOWLEDGE_PROCESS") and not config.get("CHROMA_URL"):
+        return ProcessVectorStore(embedder_from_config(config))  # type: ignore[return-value]
     # Imported here for laziness: chromadb and numpy cost ~0.5 s at start and only memory needs them.
     from app.knowledge.vectors import store_from_config
 
-    return store_from_config(current_app.config)
+    return store_from_config(config)
 
 
 def collection_for(*, personal: bool, user_id: int | None, agent_id: int | None) -> str:

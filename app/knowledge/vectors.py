@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,27 +24,12 @@ from chromadb.errors import NotFoundError
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from app.knowledge.embeddings import Embedder, embedder_from_config
+from app.knowledge.records import Hit, Record
 
 log = logging.getLogger(__name__)
 
 Metadata = Mapping[str, str | int | float | bool | list[Any] | None]  # None means "no such field"
 Where = Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """A stored text with its id and metadata."""
-
-    id: str
-    text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Hit(Record):
-    """A record found by meaning; `distance` is cosine distance (0 identical, 1 unrelated, 2 opposite)."""
-
-    distance: float
 
 
 @register_embedding_function

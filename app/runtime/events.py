@@ -1,17 +1,18 @@
-"""Run events: stored with sequence numbers, then announced to every listener of the run.
+"""Run events: stored with sequence numbers, then handed to every follower of the run.
 
-Any worker can serve any stream because events are stored. Listeners in the writer's process are
-woken at once; listeners in other processes through the app's wake-ups (`app/runtime/wakeups.py`:
-PostgreSQL LISTEN/NOTIFY or Redis pub/sub), with a slow safety re-check in case one is lost.
-Stop travels the same way, so it reaches a run in any process.
+Any worker can serve any stream because events are stored. One thread per process stores the events of
+every run, off the runtime loop (`app/runtime/event_store.py`), then hands them to the run's followers in
+this process from memory (`app/runtime/feeds.py`); followers in other processes are woken through the
+app's wake-ups (`app/runtime/wakeups.py`: PostgreSQL LISTEN/NOTIFY, Redis pub/sub, or the serving
+machine's own channel) and read the database once per batch of wake-ups. Stop travels the same way, so
+it reaches a run in any process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -19,10 +20,13 @@ from flask import Flask, current_app
 
 from app.extensions import db
 from app.models import RunEvent
-from app.runtime import wakeups
+from app.runtime import feeds, wakeups
+from app.runtime.event_store import event_store
+from app.runtime.feeds import Follower, StoredEvent, events_after, waiting
+
+__all__ = ["EventWriter", "Follower", "StoredEvent", "events_after", "follow", "waiting"]
 
 TEXT_FLUSH_SECONDS = 0.05
-LATEST_KEPT = 10_000
 END = "end"
 # What a run changes on the chat page beside its answer: a notice it stored (data: message_id), and the
 # chat's header (the agent after a hand-over). app/chat/stream.py renders them as out-of-band fragments.
@@ -30,16 +34,13 @@ NOTICE = "notice"
 HEADER = "header"
 # The model is writing the answer, whose text is held until it is checked (no data, once per run).
 WRITING = "writing"
-# How long a listener sleeps before it looks at the database anyway: every second when only this
+# How long a follower sleeps before it looks at the database anyway: every second when only this
 # process can wake it, rarely when wake-ups cross processes (a lost message then costs this long).
 RECHECK_SECONDS = 1.0
 SAFETY_RECHECK_SECONDS = 5.0
 
-_lock = threading.Lock()
-_waiting: dict[str, threading.Condition] = {}  # runs someone in this process waits for
-_waiters: dict[str, int] = {}
-_latest: OrderedDict[str, int] = OrderedDict()  # the newest sequence number announced per run
 _stop_handlers: list[Callable[[str], None]] = []
+log = logging.getLogger(__name__)
 
 
 def init_app(app: Flask) -> None:
@@ -56,72 +57,47 @@ def on_stop(handler: Callable[[str], None]) -> None:
 
 
 def recheck_seconds(app: Flask | None = None) -> float:
-    """Return how long a listener may wait before it looks at the stored events anyway."""
+    """Return how long a follower may wait before it looks at the stored events anyway."""
     crosses = (app or current_app).extensions["wakeups"].crosses_processes
     return SAFETY_RECHECK_SECONDS if crosses else RECHECK_SECONDS
 
 
+def follow(app: Flask, run_id: str, after: int) -> Follower:
+    """Return a follower of the run's events after `after` (use it as a context manager; see feeds.Follower).
+
+    The first follower of a process starts its wake-up listener, so events from other processes reach it.
+    """
+    app.extensions["wakeups"].listen()
+    return feeds.follower(run_id, after, recheck_seconds(app))
+
+
 def notify(run_id: str, seq: int) -> None:
-    """Record the run's newest stored event and wake every listener of the run in this process."""
-    with _lock:
-        if _latest.get(run_id, 0) >= seq:
-            return  # nothing new (our own announcement coming back from another process's channel)
-        _latest[run_id] = seq
-        _latest.move_to_end(run_id)
-        while len(_latest) > LATEST_KEPT:
-            _latest.popitem(last=False)
-        condition = _waiting.get(run_id)
-        if condition is not None:
-            condition.notify_all()
+    """Note that the run stored events up to `seq` (elsewhere): its followers here read them once."""
+    feeds.notify(run_id, seq)
 
 
 def wait_for_events(run_id: str, after: int, timeout: float) -> bool:
-    """Sleep until the run has announced an event after `after`, or the timeout passes.
+    """Sleep until the run has news after `after`, or the timeout passes; return whether there may be news.
 
-    Returns whether there may be news (False after a quiet timeout). Checking the newest sequence
-    number under the lock closes the gap between a listener's query and its wait, so no
-    announcement is lost; the first wait of a process, or one after the wake-ups reconnected,
-    answers True so the caller reads again what it may have missed. Call it with no database
-    connection checked out: it can sleep for the whole timeout.
+    The first wait of a process, or one after the wake-ups reconnected, answers True so the caller reads
+    again what it may have missed. Call it with no database connection checked out.
     """
     if current_app.extensions["wakeups"].listen():
         return True
-    with _lock:
-        if _latest.get(run_id, 0) > after:
-            return True
-        condition = _waiting.get(run_id)
-        if condition is None:
-            condition = _waiting[run_id] = threading.Condition(_lock)
-        _waiters[run_id] = _waiters.get(run_id, 0) + 1
-        try:
-            woken = condition.wait(timeout)
-        finally:
-            _waiters[run_id] -= 1
-            if not _waiters[run_id]:
-                del _waiters[run_id], _waiting[run_id]
-        return woken or _latest.get(run_id, 0) > after
-
-
-def waiting(run_id: str) -> int:
-    """Return how many listeners in this process are waiting for the run's next event right now."""
-    with _lock:
-        return _waiters.get(run_id, 0)
+    return feeds.wait_for_news(run_id, after, timeout)
 
 
 def deliver(message: str) -> None:
     """Handle a wake-up from the app's channel (see `app.runtime.wakeups` for the messages)."""
     kind, _, rest = message.partition(" ")
     if kind == "e":
-        run_id, _, seq = rest.partition(" ")
-        if seq.isdigit():
-            notify(run_id, int(seq))
+        for run_id, seq in wakeups.parse_events(rest):
+            feeds.notify(run_id, seq)
     elif kind == "s":
         for handler in list(_stop_handlers):
             handler(rest)
     elif kind == "*":
-        with _lock:
-            for condition in _waiting.values():
-                condition.notify_all()
+        feeds.look_again_everywhere()
 
 
 def request_stop(app: Flask, run_id: str) -> None:
@@ -134,13 +110,6 @@ def request_stop(app: Flask, run_id: str) -> None:
     deliver(message)
 
 
-def events_after(run_id: str, seq: int) -> list[RunEvent]:
-    """Return the run's stored events after a sequence number, in order."""
-    return list(db.session.scalars(
-        db.select(RunEvent).where(RunEvent.run_id == run_id, RunEvent.seq > seq).order_by(RunEvent.seq)
-    ))
-
-
 class TextScreen(Protocol):
     """What screens a streamed answer (app/runtime/holdback.py `StreamScreen`)."""
 
@@ -150,7 +119,8 @@ class TextScreen(Protocol):
 
 
 class EventWriter:
-    """Stores a run's events in order. Text deltas are coalesced for a few milliseconds.
+    """Stores a run's events in order (through the process's event store). Text deltas are coalesced for a
+    few milliseconds.
 
     A delta is never held longer than that (a timer on the runtime loop stores it when the model
     pauses), unless the writer holds its text (`hold_text`: an agent with output checks, whose answer
@@ -171,6 +141,7 @@ class EventWriter:
         self._last_flush = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
         self._wakeups: wakeups.Wakeups = app.extensions["wakeups"]
+        self._staged: list[dict[str, Any]] = []
 
     def text(self, delta: str) -> None:
         if not delta:
@@ -217,24 +188,38 @@ class EventWriter:
         if self._text and not self.holding:
             self._store([self._pending_text()])
 
+    async def settled(self) -> None:
+        """Store the text waiting for its flush, then wait (without blocking the loop) until every event emitted
+        so far is stored: call before `stage`, whose transaction may hold the database's write turn."""
+        self.flush()
+        await event_store().settled(self.run_id)
+
     def stage(self, *events: tuple[str, dict[str, Any]]) -> None:
         """Add events, after the text not yet stored, to the caller's open transaction.
 
-        Call `published()` once the caller has committed.
+        Every event emitted before is committed first (`settled()`, or here), so the sequence numbers
+        become visible in order. Call `published()` once the caller has committed.
         """
         self._cancel_timer()
+        # Settled before (`settled()`); waiting here could wait for this very transaction's write turn.
+        if not event_store().settle(self.run_id, timeout=0):
+            log.info("run %s stores its end before some of its events", self.run_id)
         if self._screen is not None:  # the end: the answer has passed the guardrails whole
             self._text.append(self._screen.rest())
             self._screen = None
         rows = [self._pending_text()] if any(self._text) else []
         rows += [self._row(type_, data) for type_, data in events]
         db.session.execute(db.insert(RunEvent), rows)
-        self._wakeups.stage(db.session, self._message())
+        for message in wakeups.event_messages({self.run_id: self.seq}):
+            self._wakeups.stage(db.session, message)
+        self._staged = rows
 
     def published(self) -> None:
-        """Wake listeners after the caller committed staged events."""
-        self._wakeups.committed(self._message())
-        notify(self.run_id, self.seq)
+        """Hand the staged events to the followers and wake the other processes, after the caller committed."""
+        for message in wakeups.event_messages({self.run_id: self.seq}):
+            self._wakeups.committed(message)
+        staged, self._staged = self._staged, []
+        feeds.deliver(self.run_id, [StoredEvent(row["seq"], row["type"], row["data"]) for row in staged])
 
     def _pending_text(self) -> dict[str, Any]:
         delta, self._text = "".join(self._text), []
@@ -255,12 +240,5 @@ class EventWriter:
         self.seq += 1
         return {"run_id": self.run_id, "seq": self.seq, "type": type_, "data": data}
 
-    def _message(self) -> str:
-        return f"e {self.run_id} {self.seq}"
-
     def _store(self, rows: list[dict[str, Any]]) -> None:
-        with self.app.app_context():
-            db.session.execute(db.insert(RunEvent), rows)
-            self._wakeups.stage(db.session, self._message())
-            db.session.commit()
-        self.published()
+        event_store().put(self.app, self.run_id, rows)  # stored, announced and handed over by its thread

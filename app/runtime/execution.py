@@ -21,6 +21,7 @@ from pydantic_ai.run import AgentRunResultEvent
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.usage import UsageLimits
 
+from app.database import in_write_turn
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run, RunEvent, User
 from app.models.base import utcnow
@@ -218,8 +219,10 @@ async def execute(app: Flask, turn: Turn) -> str:
             outcome.status, outcome.error, outcome.text = "unfinished", UNREVIEWED_ERROR, [UNREVIEWED]
             writer.discard_text()
             writer.text(UNREVIEWED)
-    with app.app_context():
-        needs_title = _finish(turn, outcome, writer)
+    await writer.settled()  # the events it emitted are stored before its end is (without blocking the loop)
+    # The end takes SQLite's write turn before any of its work, and waits and tries again while a burst keeps
+    # the one writer busy past its timeout: a run is never left `running` for want of the lock.
+    needs_title = await in_write_turn(app, _finish, turn, outcome, writer)
     writer.published()
     if needs_title or outcome.status == run_waiting.WAITING or any(skill.after_turn for skill, *_ in outcome.skills):
         await asyncio.get_running_loop().run_in_executor(None, _follow_ups, app, turn, outcome, needs_title)

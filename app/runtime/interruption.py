@@ -24,18 +24,22 @@ SHUTDOWN_WAIT_SECONDS = 5.0
 def interrupt_here(app: Flask, timeout: float = SHUTDOWN_WAIT_SECONDS) -> int:
     """Stop the runs of this process for a shutdown and wait for them to store what they had.
 
-    A run that does not end in time is marked interrupted in the database without its partial text,
-    so none is left `running`. Returns how many runs were interrupted.
+    A run that does not end in time, or whose end could not be stored, is marked interrupted in the
+    database without its partial text, so none is left `running`. Returns how many runs were interrupted.
     """
     futures = execution.interrupt_all()
     concurrent.futures.wait(futures.values(), timeout)
-    late = [run_id for run_id, future in futures.items() if not future.done()]
-    if late:
-        with app.app_context():
-            mark_interrupted(late)
+    late = [run_id for run_id, future in futures.items() if not _stored(future)]
     if futures:
-        log.info("interrupted %d run(s) for the shutdown (%d did not end in time)", len(futures), len(late))
+        with app.app_context():  # only runs still queued or running are touched: the stored ones stay as they are
+            mark_interrupted(list(futures))
+    if futures:
+        log.info("interrupted %d run(s) for the shutdown (%d not stored in time)", len(futures), len(late))
     return len(futures)
+
+
+def _stored(future: concurrent.futures.Future) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 def recover_interrupted() -> int:

@@ -1,21 +1,29 @@
-"""Wake-ups across processes: PostgreSQL LISTEN/NOTIFY, Redis pub/sub, or none (one process).
+"""Wake-ups across processes: PostgreSQL LISTEN/NOTIFY, Redis pub/sub, one machine's local sockets, or none.
+
+The local channel is for the embedded default under `flask serve` (SQLite, no Redis, several processes on
+one machine): each process listens on a Unix socket of its own in one folder, and sends each message to
+every other socket there. No process relays for the others, so a busy one (the knowledge process while it
+indexes) delays no one's wake-ups but its own.
 
 A wake-up only says "look again": stored run events stay the source of truth, so a lost message
 costs a listener latency (until its safety re-check), never an event. Each process keeps one
 listening connection per channel in a daemon thread of its own (not from the SQLAlchemy pool),
 started on first use and again after a fork, and reconnects with a back-off when it drops.
 
-Messages are short strings: `e <run id> <seq>` (a run stored events up to seq), `s <run id>`
-(Stop was requested) and `*` (this process may have missed messages: every listener looks again).
+Messages are short strings: `e <run id> <seq> [<run id> <seq> …]` (runs stored events up to seq: one
+message for a whole batch of the event store), `s <run id>` (Stop was requested) and `*` (this process
+may have missed messages: every listener looks again).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from flask import Flask
@@ -29,7 +37,23 @@ READY_WAIT_SECONDS = 2.0
 HEALTH_CHECK_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 10.0
 
+# Runs named in one `e` message: a run id and a number take about 45 bytes, pg_notify takes 8000 at most.
+RUNS_PER_MESSAGE = 100
+
 Deliver = Callable[[str], None]
+
+
+def event_messages(newest: dict[str, int]) -> list[str]:
+    """The `e` messages that announce runs' newest stored events (run id -> sequence number)."""
+    pairs = [f"{run_id} {seq}" for run_id, seq in newest.items()]
+    return ["e " + " ".join(pairs[start:start + RUNS_PER_MESSAGE])
+            for start in range(0, len(pairs), RUNS_PER_MESSAGE)]
+
+
+def parse_events(rest: str) -> list[tuple[str, int]]:
+    """Read the (run id, sequence number) pairs of an `e` message (without its `e `); skip malformed ones."""
+    words = rest.split()
+    return [(run_id, int(seq)) for run_id, seq in zip(words[::2], words[1::2], strict=False) if seq.isdigit()]
 
 
 class Wakeups:
@@ -90,11 +114,33 @@ class RedisWakeups(Wakeups):
         return _listener(("redis", self.url), lambda: _RedisListener(self.url, self.channel, self.deliver)).ensure()
 
 
+class LocalWakeups(Wakeups):
+    """A Unix socket per process in one folder: a message goes to every other process's socket there."""
+
+    crosses_processes = True
+
+    def __init__(self, folder: str, deliver: Deliver) -> None:
+        self.folder = folder
+        self.deliver = deliver
+
+    def committed(self, message: str) -> None:
+        _outbox(self.folder).send(message)
+
+    def listen(self) -> bool:
+        return _listener(("local", self.folder), lambda: _LocalInbox(self.folder, self.deliver)).ensure()
+
+
+def local_folder(config: Any) -> str:
+    """Where the processes of one machine keep their wake-up sockets: beside the job queue's file."""
+    return str(Path(config["JOBS_SQLITE_PATH"]).with_suffix(".live"))
+
+
 def for_app(app: Flask, engine_url: Any, deliver: Deliver) -> Wakeups:
-    """Choose the app's wake-ups from LIVE_EVENTS: auto (PostgreSQL, else Redis, else none) or one by name."""
+    """Choose the app's wake-ups from LIVE_EVENTS: auto (PostgreSQL, else Redis, else the local sockets under
+    `flask serve`, else none) or one by name."""
     choice = app.config["LIVE_EVENTS"]
-    if choice not in ("auto", "postgresql", "redis", "process"):
-        raise ValueError(f"LIVE_EVENTS must be auto, postgresql, redis or process, not {choice!r}")
+    if choice not in ("auto", "postgresql", "redis", "local", "process"):
+        raise ValueError(f"LIVE_EVENTS must be auto, postgresql, redis, local or process, not {choice!r}")
     postgres = engine_url.get_backend_name() == "postgresql"
     if choice == "postgresql" or (choice == "auto" and postgres):
         if not postgres:
@@ -105,6 +151,8 @@ def for_app(app: Flask, engine_url: Any, deliver: Deliver) -> Wakeups:
         if not app.config.get("REDIS_URL"):
             raise ValueError("LIVE_EVENTS=redis needs REDIS_URL")
         return RedisWakeups(app.config["REDIS_URL"], deliver)
+    if choice == "local" or (choice == "auto" and app.config.get("KNOWLEDGE_PROCESS")):
+        return LocalWakeups(local_folder(app.config), deliver)
     return Wakeups()
 
 
@@ -148,6 +196,8 @@ class _Listener:
             try:
                 self.subscribe_and_deliver()
             except Exception:
+                if self.ready.is_set():  # it was listening: try again soon, then back off while it fails
+                    backoff = 0.25
                 log.warning("run wake-ups (%s) lost their connection; retrying in %.1f s", self.name, backoff,
                             exc_info=True)
             self.ready.clear()
@@ -209,3 +259,104 @@ class _RedisListener(_Listener):
         finally:
             pubsub.close()
             client.close()
+
+
+class _LocalInbox(_Listener):
+    """This process's socket in the folder: every line another process sends to it is delivered."""
+
+    name = "local-listener"
+
+    def __init__(self, folder: str, deliver: Deliver) -> None:
+        super().__init__(deliver)
+        self.folder = Path(folder)
+
+    def subscribe_and_deliver(self) -> None:
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self.folder / f"{os.getpid()}.sock"
+        path.unlink(missing_ok=True)  # a process of this pid that died before
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+            server.bind(str(path))
+            server.listen(128)
+            self.subscribed()
+            while True:
+                peer, _address = server.accept()
+                threading.Thread(target=self._read, args=(peer,), name="skilldesk-local-peer", daemon=True).start()
+
+    def _read(self, peer: socket.socket) -> None:
+        buffered = b""
+        with peer:
+            while chunk := peer.recv(65536):
+                *lines, buffered = (buffered + chunk).split(b"\n")
+                for line in lines:
+                    if line:
+                        self.deliver(line.decode())
+
+
+# How long a send waits for a process that does not read its socket before that process is dropped
+# (it reads the stored events at its safety re-check).
+SEND_TIMEOUT_SECONDS = 0.5
+_outboxes: dict[tuple[int, str], _LocalOutbox] = {}
+
+
+def _outbox(folder: str) -> _LocalOutbox:
+    with _listeners_lock:
+        key = (os.getpid(), folder)
+        if key not in _outboxes:
+            _outboxes[key] = _LocalOutbox(Path(folder))
+        return _outboxes[key]
+
+
+class _LocalOutbox:
+    """Connections from this process to every other socket of the folder, made again when the folder changes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.peers: dict[str, socket.socket] = {}
+        self._seen = -1.0
+        self._lock = threading.Lock()
+
+    def send(self, message: str) -> None:
+        line = message.encode() + b"\n"
+        with self._lock:
+            self._connect_new()
+            for name, peer in list(self.peers.items()):
+                try:
+                    peer.sendall(line)
+                except OSError:  # gone, or not reading: it looks at the stored events again by itself
+                    peer.close()
+                    del self.peers[name]
+                    self._seen = -1.0
+
+    def _connect_new(self) -> None:
+        try:
+            changed = self.folder.stat().st_mtime_ns
+        except FileNotFoundError:
+            return
+        if changed == self._seen:
+            return
+        self._seen = changed
+        mine = f"{os.getpid()}.sock"
+        present = {path.name for path in self.folder.glob("*.sock")} - {mine}
+        for name in set(self.peers) - present:
+            self.peers.pop(name).close()
+        for name in present - set(self.peers):
+            peer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            peer.settimeout(SEND_TIMEOUT_SECONDS)
+            try:
+                peer.connect(str(self.folder / name))
+            except OSError:  # a socket left by a process that died
+                peer.close()
+                if not _alive(name):
+                    (self.folder / name).unlink(missing_ok=True)
+                continue
+            self.peers[name] = peer
+
+
+def _alive(socket_name: str) -> bool:
+    try:
+        os.kill(int(socket_name.removesuffix(".sock")), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True

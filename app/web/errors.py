@@ -10,6 +10,7 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from app.api.errors import error_response
+from app.database import WriteTimeout, is_locked
 from app.extensions import db
 from app.web.security import is_api_request, wants_json
 
@@ -59,6 +60,8 @@ def _http_error(error: HTTPException):
 def _unexpected(error: Exception):
     if isinstance(error, HTTPException):
         return _http_error(error)
+    if is_locked(error):  # SQLite's writer stayed busy past the timeout: the request wrote nothing, say when to retry
+        return _http_error(WriteTimeout())
     log.exception("unhandled error on %s %s", request.method, request.path)
     return render_error(500)
 

@@ -13,6 +13,7 @@ from app.models.base import utcnow
 from app.models.chat import ACTIVE_STATUSES, ONE_ACTIVE_RUN, new_run_id
 from app.models.tables import TRIGGER_SOURCES
 from app.runtime import capacity, execution
+from app.runtime.turn import prepare
 
 
 class RunInProgress(Exception):
@@ -88,7 +89,7 @@ def send_message(conversation: Conversation, user: User, text: str, launch: bool
     db.session.add_all([run, message])
     conversation.updated_at = utcnow()
     try:
-        turn = execution.prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
+        turn = prepare(run, conversation, conversation.agent, user, dict(extras or {})) if launch else None
         db.session.flush()  # the one-active-run index answers here
     except IntegrityError as error:
         db.session.rollback()

@@ -10,28 +10,24 @@ import asyncio
 import concurrent.futures
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from flask import Flask, current_app
 from pydantic_ai import CancellationToken, capture_run_messages
 from pydantic_ai.exceptions import ModelRequestTimeout, ModelTimeoutError, RunCancelled, UsageLimitExceeded
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.run import AgentRunResultEvent
-from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
+from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import UsageLimits
 
 from app.database import in_write_turn
 from app.extensions import db
-from app.models import Agent, Conversation, Message, Run, RunEvent, User
+from app.models import Conversation, Message, Run, RunEvent
 from app.models.base import utcnow
-from app.runtime import deferred, failures, history, loop, receipt
 from app.runtime import events as run_events
+from app.runtime import failures, history, loop
 from app.runtime import waiting as run_waiting
-from app.runtime.builder import AgentSpec, Person, build_agent
-from app.runtime.history import load_history
+from app.runtime.builder import build_agent
 from app.runtime.holdback import StreamScreen
-from app.runtime.model_choice import model_spec_for
 from app.runtime.outcome import (
     UNREVIEWED_ERROR,
     Outcome,
@@ -46,6 +42,7 @@ from app.runtime.record import TurnRecord
 from app.runtime.review import UNREVIEWED, shown_context
 from app.runtime.skill import TurnEnd
 from app.runtime.titles import generate_title
+from app.runtime.turn import Turn, prepare_queued
 
 log = logging.getLogger(__name__)
 
@@ -53,31 +50,10 @@ CANCEL_POLL_SECONDS = 1.0
 
 INTERRUPTED = ("The server stopped while this answer was being written. What it had produced is kept; "
                "send your message again to continue.")
-# How many earlier answers' receipts a turn reads to check claims about earlier turns.
-EARLIER_ANSWERS = 20
 
 _tokens: dict[str, CancellationToken] = {}
 _futures: dict[str, concurrent.futures.Future] = {}
 _interrupted: set[str] = set()  # runs this process is stopping because it shuts down
-
-
-@dataclass
-class Turn:
-    """Everything a run needs, read from the database before the run leaves the request."""
-
-    run_id: str
-    conversation_id: int
-    prompt: str | None
-    agent: AgentSpec | None
-    person: Person
-    history: list[ModelMessage]
-    extras: dict[str, Any] = field(default_factory=dict)
-    # Answers to the calls an earlier run left waiting, and instructions that come with them (plan approval).
-    deferred: DeferredToolResults | None = None
-    instructions: list[str] = field(default_factory=list)
-    # The changes earlier answers of the conversation made (their receipts): a claim about the past is
-    # checked against them, never against this turn's.
-    earlier: list[dict[str, Any]] = field(default_factory=list)
 
 
 def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
@@ -87,7 +63,7 @@ def launch(app: Flask, run_id: str) -> concurrent.futures.Future:
     queued (started already, or gone) is not started again: its future answers None at once.
     """
     with app.app_context():
-        turn = _prepare(run_id)
+        turn = prepare_queued(run_id)
     if turn is None:
         done: concurrent.futures.Future = concurrent.futures.Future()
         done.set_result(None)
@@ -145,59 +121,6 @@ def cancel_here(run_id: str) -> None:
     token = _tokens.get(run_id)
     if token is not None:
         token.cancel()
-
-
-def _prepare(run_id: str) -> Turn | None:
-    run = db.session.get(Run, run_id)
-    if run is None or run.status != "queued":
-        return None
-    conversation = db.session.get(Conversation, run.conversation_id)
-    agent = db.session.get(Agent, run.agent_id) if run.agent_id else None
-    user = db.session.get(User, run.user_id) if run.user_id else None
-    turn = prepare(run, conversation, agent, user, run_extras(run_id))
-    db.session.commit()
-    return turn
-
-
-def prepare(run: Run, conversation: Conversation | None, agent: Agent | None, user: User | None,
-            extras: dict[str, Any]) -> Turn:
-    """Mark a run running and read everything it needs into a `Turn`; the caller commits.
-
-    Runs in the thread that starts the run (a request or a job), so the runtime loop does no
-    database work before the model is called.
-    """
-    run.status, run.started_at = "running", utcnow()
-    if agent is None or conversation is None:
-        return Turn(run.id, run.conversation_id, run.prompt or "", None, Person.of(user), [])
-    history = load_history(conversation)
-    resumption = deferred.resume(run, history)
-    return Turn(
-        run_id=run.id,
-        conversation_id=conversation.id,
-        prompt=resumption.prompt,
-        agent=AgentSpec.of(agent, model_spec_for(agent, conversation)),
-        person=Person.of(user),
-        history=history,
-        deferred=resumption.results,
-        instructions=[*resumption.instructions, *extras.get("instructions", [])],
-        extras=extras,
-        earlier=earlier_changes(conversation.id),
-    )
-
-
-def earlier_changes(conversation_id: int) -> list[dict[str, Any]]:
-    """Return the changes the conversation's latest answers recorded in their receipts, oldest first."""
-    metas = db.session.scalars(db.select(Message.meta).where(
-        Message.conversation_id == conversation_id, Message.role == "assistant")
-        .order_by(Message.id.desc()).limit(EARLIER_ANSWERS))
-    return receipt.earlier_changes(reversed(list(metas)))
-
-
-def run_extras(run_id: str) -> dict[str, Any]:
-    """Return the extras stored with the run's user message (see turns.send_message)."""
-    meta = db.session.scalar(db.select(Message.meta).where(Message.run_id == run_id, Message.role == "user")
-                             .order_by(Message.id).limit(1))
-    return dict((meta or {}).get("extras") or {})
 
 
 async def execute(app: Flask, turn: Turn) -> str:

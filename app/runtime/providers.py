@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import httpx2
 from flask import current_app, has_app_context
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
@@ -118,6 +119,12 @@ def build_model(spec: ModelSpec) -> Model:
     return model
 
 
+# A provider's connections are shared by every run of the process, and a streamed answer holds one for its
+# whole length: the pool must hold as many as a process runs at once (MAX_RUNS, 240 by default), as the
+# SDKs' own clients do (pydantic-ai's defaults: 1,000, 100 kept alive), not httpx's 100.
+PROVIDER_POOL = httpx2.Limits(max_connections=1_000, max_keepalive_connections=100)
+
+
 def _provider_model(spec: ModelSpec, key: str | None) -> Model:
     # The SDK clients are built here only to give them the configuration's retries; their HTTP
     # clients are the ones pydantic-ai would make.
@@ -132,7 +139,8 @@ def _provider_model(spec: ModelSpec, key: str | None) -> Model:
 
         # A server by base URL is reached like any tool's URL: pinned, and refused on a private
         # address unless OUTBOUND_ALLOWED_HOSTS names it. OpenAI's own endpoint needs no guard.
-        guard = PinnedAsyncTransport(spec.outbound) if spec.provider == "openai-compatible" else None
+        guard = PinnedAsyncTransport(spec.outbound, limits=PROVIDER_POOL) if spec.provider == "openai-compatible" \
+            else None
         http_client = create_async_httpx2_client(transport=guard)
         client = AsyncOpenAI(base_url=base_url, api_key=key or "not-needed", max_retries=retries,
                              http_client=http_client)

@@ -1,0 +1,343 @@
+"""The citation review of a knowledge answer: each cited sentence checked against the passages it cites.
+
+Two pure steps, so that a verifier model can decide in between what the measure cannot:
+
+    assessment = assess_citations(text, turn, check)          # measures every cited sentence (embeddings)
+    decisions = verifier(assessment.undecided) if configured   # {sentence index: supported?}, optional
+    review = review_citations(assessment, policy=..., may_ask_again=..., decisions=decisions, link=...)
+
+`review.outcome` is KEEP (show `review.text`), ASK_AGAIN (send `review.feedback` to the model, once) or
+NO_EVIDENCE (show `review.text`, the honest no-evidence answer). An unsupported citation is removed and its
+sentence becomes uncited; an uncited factual sentence is marked (UncitedPolicy.MARK, the default) or, on
+strict bases (UncitedPolicy.EVERY_SENTENCE_CITES), reconsidered once and then dropped. When nothing factual
+is supported: reconsidered once, then the no-evidence answer. A turn that searched nothing only loses the
+citations it could not have (nothing was retrieved to support or to cite).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from app.knowledge.answer_layout import Layout, layout_of
+from app.knowledge.citations import NO_EVIDENCE, TurnSources, no_evidence_answer, rewrite_citations
+from app.knowledge.sentences import Sentence, split_sentences
+from app.knowledge.support import Support, SupportCheck, Verdict
+from app.knowledge.support_terms import language_of, sentence_terms
+from app.knowledge.word_tables import (
+    ABOUT_THE_QUESTION,
+    ABOUT_THE_SOURCES,
+    CONTRASTS,
+    GERMAN_NEGATIONS,
+    GREETINGS,
+    UNVERIFIED_MARK,
+)
+
+MAX_CHECKED = 200  # cited sentences measured per answer; later ones get the default for the undecided
+MAX_SUBSETS = 6  # a sentence citing more passages is judged on them together only
+_OPEN, _CLOSE = "\ufdd0", "\ufdd1"  # noncharacters around a marker while the text is rewritten
+_SENTENCE_END = re.compile(r"[.!?…。！？]+[\"'”’)\]*_]*\s*$")
+
+
+class UncitedPolicy(StrEnum):
+    """What happens to a factual sentence that cites no supporting passage (the agent's setting)."""
+
+    MARK = "mark"  # kept, with a visible marker
+    EVERY_SENTENCE_CITES = "every_sentence_cites"  # reconsidered once, then dropped
+
+
+class Outcome(StrEnum):
+    KEEP = "keep"
+    ASK_AGAIN = "ask_again"
+    NO_EVIDENCE = "no_evidence"
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    """One sentence of the answer: what it cites, whether it claims something, and the measure's verdict."""
+
+    index: int
+    sentence: Sentence
+    numbers: tuple[int, ...]  # the passages of this turn it cites
+    invalid: int  # citations of passages not retrieved in this turn (or numbers too long to be any)
+    factual: bool
+    support: Support | None = None  # its cited passages together; None when it cites none of this turn's
+    alone: Mapping[int, Support] = field(default_factory=dict)  # each alone (two to MAX_SUBSETS cited)
+    without: Mapping[int, Support] = field(default_factory=dict)  # the others, without that one
+
+    @property
+    def text(self) -> str:
+        return self.sentence.text
+
+
+@dataclass
+class CitationAssessment:
+    """An answer's sentences with their measures: the input of review_citations."""
+
+    text: str
+    turn: TurnSources
+    layout: Layout
+    sentences: list[SentenceCheck]
+
+    @property
+    def undecided(self) -> list[SentenceCheck]:
+        """The cited sentences the measure cannot decide: what a verifier model may be asked about."""
+        return [s for s in self.sentences if s.support is not None and s.support.verdict is Verdict.UNDECIDED]
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A sentence whose citations were removed, and why."""
+
+    sentence: str
+    numbers: tuple[int, ...]
+    reason: str
+
+
+@dataclass
+class CitationReview:
+    """What to do with the answer, and what changed in it."""
+
+    outcome: Outcome
+    text: str
+    feedback: str = ""
+    citations: list[int] = field(default_factory=list)  # the passage numbers the text still cites
+    removed: list[Removed] = field(default_factory=list)
+    uncited: list[str] = field(default_factory=list)  # factual sentences left citing no supporting passage
+    dropped: list[str] = field(default_factory=list)  # of those, the ones taken out (strict policy)
+    marked: list[tuple[int, int]] = field(default_factory=list)  # the markers' spans in `text`
+    undecided: int = 0
+    undecided_by: str = ""  # "verifier", "default" or both, when some sentence was undecided
+
+    def meta(self, turn: TurnSources) -> dict[str, Any]:
+        """What the answer's metadata records of the review (never the passages' text)."""
+        return {"outcome": self.outcome.value,
+                "citations": [{"number": n, "passage_id": turn.sources[n].passage_id, "title": turn.sources[n].title}
+                              for n in self.citations if n in turn.sources],
+                "removed": [{"sentence": r.sentence[:300], "numbers": list(r.numbers), "reason": r.reason}
+                            for r in self.removed],
+                "uncited": len(self.uncited), "marked": len(self.marked), "dropped": len(self.dropped),
+                "undecided": self.undecided, "undecided_by": self.undecided_by}
+
+
+def is_claim(sentence: Sentence, first_row: bool = False) -> bool:
+    """Whether a sentence states something that needs a source: not a heading, a table's header, a question,
+    a lead-in ("Here is what I found:"), a greeting, a sentence about the sources ("The documents do not say
+    …") or about the question ("You asked whether …"), nor one with no content word at all."""
+    text = sentence.text.strip()
+    if sentence.kind == "heading" or (sentence.kind == "table_row" and first_row) or not text:
+        return False
+    if text.startswith(NO_EVIDENCE) or text.endswith(("?", ":", "？")):
+        return False
+    terms = sentence_terms(text)
+    if not (terms.words or terms.numbers or terms.names or terms.identifiers):
+        return False
+    lowered = f" {text.lower().replace('’', chr(39))} "
+    language = terms.language
+    if len(text.split()) <= 8 and lowered.strip().startswith(GREETINGS[language] + GREETINGS["en"]):
+        return False
+    contrasted = any(word in lowered for word in CONTRASTS[language] + CONTRASTS["en"])
+    about_sources = any(phrase in lowered for phrase in ABOUT_THE_SOURCES[language] + ABOUT_THE_SOURCES["en"])
+    if language == "de" and about_sources:
+        about_sources = any(f" {word} " in lowered or f" {word}." in lowered for word in GERMAN_NEGATIONS)
+    if about_sources and not contrasted:
+        return False
+    return not any(phrase in lowered for phrase in ABOUT_THE_QUESTION[language] + ABOUT_THE_QUESTION["en"])
+
+
+def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
+                     known: frozenset[str] = frozenset()) -> CitationAssessment:
+    """Measure every cited sentence of an answer against the passages of this turn it cites.
+
+    `known` names (lower case: the product's, the agent's) never count as a name the passages lack.
+    """
+    text = (text or "").replace(_OPEN, "").replace(_CLOSE, "")
+    layout = layout_of(text)
+    sentences = split_sentences(text, layout)
+    checks: list[SentenceCheck] = []
+    items: list[tuple[str, list[str]]] = []
+    plans: list[tuple[int, str, int | None]] = []  # (sentence index, "joint" | "alone" | "without", number)
+    previous = ""
+    joint_plans: list[int] = []
+    for index, sentence in enumerate(sentences):
+        numbers = tuple(n for n in sentence.numbers if n in turn.sources)
+        cited_marks = sum(len(c.numbers) for c in sentence.citations)
+        factual = is_claim(sentence, first_row=sentence.kind == "table_row" and previous != "table_row")
+        previous = sentence.kind
+        checks.append(SentenceCheck(index, sentence, numbers, cited_marks - len(numbers), factual))
+        if not numbers or len(joint_plans) >= MAX_CHECKED:
+            continue
+        joint_plans.append(index)
+        items.append((sentence.text, [turn.sources[n].text for n in numbers]))
+        plans.append((index, "joint", None))
+        if 2 <= len(numbers) <= MAX_SUBSETS:
+            for number in numbers:
+                items.append((sentence.text, [turn.sources[number].text]))
+                plans.append((index, "alone", number))
+                items.append((sentence.text, [turn.sources[n].text for n in numbers if n != number]))
+                plans.append((index, "without", number))
+    results = check.check_all(items, known) if items else []
+    joint: dict[int, Support] = {}
+    alone: dict[int, dict[int, Support]] = {}
+    without: dict[int, dict[int, Support]] = {}
+    for (index, kind, number), support in zip(plans, results, strict=True):
+        if kind == "joint":
+            joint[index] = support
+        else:
+            (alone if kind == "alone" else without).setdefault(index, {})[number] = support  # type: ignore[index]
+    checks = [SentenceCheck(c.index, c.sentence, c.numbers, c.invalid, c.factual, joint.get(c.index),
+                            alone.get(c.index, {}), without.get(c.index, {})) if c.numbers else c for c in checks]
+    return CitationAssessment(text, turn, layout, checks)
+
+
+def _kept_numbers(check: SentenceCheck, supported: bool) -> list[int]:
+    """The citations a supported sentence keeps: not one it does not need (ALCE's precision)."""
+    if not supported:
+        return []
+    if not check.alone:
+        return list(check.numbers)
+    return [n for n in check.numbers
+            if check.alone[n].verdict is Verdict.SUPPORTED or check.without[n].verdict is not Verdict.SUPPORTED]
+
+
+def review_citations(assessment: CitationAssessment, *, policy: UncitedPolicy = UncitedPolicy.MARK,
+                     may_ask_again: bool = True, decisions: Mapping[int, bool] | None = None,
+                     undecided_default: Verdict = Verdict.UNSUPPORTED,
+                     link: Callable[[int], str | None] | None = None) -> CitationReview:
+    """Decide what the answer becomes: keep (cleaned, linked, marked), ask again once, or no evidence.
+
+    `decisions` are a verifier's answers for `assessment.undecided` (by sentence index); the undecided
+    sentences it did not answer get `undecided_default` (unsupported: a link the measure cannot vouch for
+    is not shown). `link` turns a passage number into its page's URL.
+    """
+    turn, decisions = assessment.turn, decisions or {}
+    kept: dict[int, list[int]] = {}
+    removed: list[Removed] = []
+    problems: list[SentenceCheck] = []
+    supported_claims = undecided = 0
+    by: set[str] = set()
+    for check in assessment.sentences:
+        supported = False
+        if check.numbers:
+            verdict = check.support.verdict if check.support else undecided_default
+            if verdict is Verdict.UNDECIDED or check.support is None:
+                undecided += 1
+                by.add("verifier" if check.index in decisions else "default")
+                verdict = ({True: Verdict.SUPPORTED, False: Verdict.UNSUPPORTED}[decisions[check.index]]
+                           if check.index in decisions else undecided_default)
+            supported = verdict is Verdict.SUPPORTED
+            kept[check.index] = _kept_numbers(check, supported)
+            if not supported:
+                reason = check.support.reason if check.support else "not checked: the answer is too long"
+                removed.append(Removed(check.text, check.numbers, reason))
+        if check.factual:
+            supported_claims += supported
+            if not supported:
+                problems.append(check)
+    searched = bool(turn.searches)
+    if searched and not supported_claims and problems:
+        if may_ask_again and turn.sources:
+            return CitationReview(Outcome.ASK_AGAIN, _compose(assessment, kept, [], policy, link)[0],
+                                  _feedback(problems, turn, nothing_supported=True), removed=removed,
+                                  uncited=[p.text for p in problems], undecided=undecided,
+                                  undecided_by="+".join(sorted(by)))
+        return CitationReview(Outcome.NO_EVIDENCE, no_evidence_answer(turn), removed=removed,
+                              uncited=[p.text for p in problems], undecided=undecided,
+                              undecided_by="+".join(sorted(by)))
+    flagged = problems if searched else []
+    strict = policy is UncitedPolicy.EVERY_SENTENCE_CITES
+    if strict and flagged and may_ask_again and turn.sources:
+        return CitationReview(Outcome.ASK_AGAIN, _compose(assessment, kept, flagged, policy, link)[0],
+                              _feedback(flagged, turn, nothing_supported=False), removed=removed,
+                              uncited=[p.text for p in flagged], undecided=undecided,
+                              undecided_by="+".join(sorted(by)))
+    text, marked = _compose(assessment, kept, flagged, policy, link)
+    citations = list(dict.fromkeys(n for numbers in kept.values() for n in numbers))
+    return CitationReview(Outcome.KEEP, text, citations=citations, removed=removed,
+                          uncited=[p.text for p in flagged], dropped=[p.text for p in flagged] if strict else [],
+                          marked=marked, undecided=undecided, undecided_by="+".join(sorted(by)))
+
+
+def _compose(assessment: CitationAssessment, kept: Mapping[int, list[int]], flagged: list[SentenceCheck],
+             policy: UncitedPolicy, link: Callable[[int], str | None] | None) -> tuple[str, list[tuple[int, int]]]:
+    """The answer with each sentence's citations rewritten, flagged sentences marked or dropped."""
+    text = assessment.text
+    flagged_index = {check.index for check in flagged}
+    drop = policy is UncitedPolicy.EVERY_SENTENCE_CITES
+    starts = [b.start for b in assessment.layout.blocks]
+    by_block: dict[int, list[SentenceCheck]] = {}
+    for check in assessment.sentences:
+        by_block.setdefault(bisect_right(starts, check.sentence.start) - 1, []).append(check)
+    out: list[str] = []
+    position = 0
+    for block_index, checks in sorted(by_block.items()):
+        block = assessment.layout.blocks[block_index] if block_index >= 0 else None
+        if drop and block and all(c.index in flagged_index or not c.text for c in checks):
+            out.append(text[position:block.start])  # the whole block goes: no empty list item is left behind
+            position = block.end
+            continue
+        for check in checks:
+            sentence = check.sentence
+            out.append(text[position:sentence.start])
+            position = sentence.end
+            if drop and check.index in flagged_index:
+                position += len(text[position:]) - len(text[position:].lstrip(" \t"))
+                continue
+            numbers = set(kept.get(check.index, ()))
+            piece = rewrite_citations(text[sentence.start:sentence.end], lambda _c, n, keep=numbers: n in keep, link,
+                                      assessment.layout.part(sentence.start, sentence.end))
+            if check.index in flagged_index:
+                piece = _with_mark(piece, sentence.kind, UNVERIFIED_MARK[language_of(check.text)])
+            out.append(piece)
+    out.append(text[position:])
+    composed = "".join(out)
+    everywhere = {n for numbers in kept.values() for n in numbers}
+    composed = rewrite_citations(composed, lambda _c, n: n in everywhere, link)  # footnote definitions
+    return _markers(composed.strip())
+
+
+def _with_mark(piece: str, kind: str, mark: str) -> str:
+    marker = f"{_OPEN}{mark}{_CLOSE}"
+    if kind == "table_row":
+        body = piece.rstrip()
+        if body.endswith("|"):
+            return body[:-1].rstrip() + f" {marker} |" + piece[len(body):]
+    end = _SENTENCE_END.search(piece)
+    if end is None:
+        return f"{piece.rstrip()} {marker}"
+    return f"{piece[:end.start()].rstrip()} {marker}{piece[end.start():]}"
+
+
+def _markers(text: str) -> tuple[str, list[tuple[int, int]]]:
+    spans, out, position = [], [], 0
+    for match in re.finditer(f"{_OPEN}(.*?){_CLOSE}", text):
+        out.append(text[position:match.start()])
+        start = sum(len(piece) for piece in out)
+        out.append(match.group(1))
+        spans.append((start, start + len(match.group(1))))
+        position = match.end()
+    out.append(text[position:])
+    return "".join(out), spans
+
+
+def _feedback(problems: list[SentenceCheck], turn: TurnSources, *, nothing_supported: bool) -> str:
+    """What the model is told when it is asked again: the sentences, and what to do with them."""
+    listed = []
+    for check in problems[:5]:
+        why = check.support.reason if check.support else (
+            "it cites no passage of this turn" if not check.numbers else "it could not be checked")
+        listed.append(f"- “{check.text[:200]}” ({why})")
+    more = f"\n- … and {len(problems) - 5} more" if len(problems) > 5 else ""
+    numbers = ", ".join(f"[{n}]" for n in turn.sources)
+    head = ("None of your statements is supported by the passages it cites, so the answer cannot be shown:"
+            if nothing_supported else
+            "Every statement of this answer must cite the passage that says it; these do not, or cite one that "
+            "does not say it:")
+    return (f"{head}\n" + "\n".join(listed) + more +
+            f"\nReconsider the same passages ({numbers}) once more: keep only what they say, cite each statement "
+            "with the number of the passage that says it, and leave out what they do not say (or say plainly that "
+            "the documents do not answer it).")

@@ -1,0 +1,254 @@
+"""Whether the passages a sentence cites support it: a deterministic measure with three verdicts.
+
+The measure (calibrated on benchmarks/data/support_pairs.yaml by benchmarks/support_calibration.py; the
+thresholds and their precision and recall are in docs/knowledge.md):
+1. every number, name and identifier of the sentence must be in the cited passages ("30 days" against a
+   passage that says 7, `memories-team-<id>` against one that says `memories-user-<id>`): otherwise the
+   sentence adds what the passages do not have, and is unsupported whatever else it shares with them;
+2. the score is the best cosine similarity of the sentence with a window of the cited passages (a sentence,
+   a clause, or two consecutive sentences), plus `coverage_weight` times the share of the sentence's terms
+   found in them (numbers, names and identifiers weigh more), minus `negation_penalty` when the sentence
+   and its best window disagree on being negated ("deletes" against "does not delete");
+3. at or above `supported` it is supported, under `unsupported` it is not; in between it is undecided: a
+   verifier model may decide, else the review applies its default (app/knowledge/citation_review.py).
+Sentences in another language than English have their own, wider band: MiniLM is an English model, so the
+similarity of an Italian sentence with an English passage says less (docs/knowledge.md says how much).
+
+Embeddings go through the `Embedder` protocol (the bundled MiniLM by default, or whatever the app is
+configured with): the check does not know which model it talks to, only that one text gives one vector.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.knowledge.embeddings import Embedder
+from app.knowledge.sentences import split_sentences
+from app.knowledge.support_terms import (
+    PassageTerms,
+    SentenceTerms,
+    normalise,
+    passage_terms,
+    sentence_terms,
+)
+from app.knowledge.word_tables import NEGATIONS
+
+WEIGHTS = {"word": 1.0, "name": 2.0, "identifier": 3.0, "number": 3.0}
+MAX_SENTENCE_CHARS = 1000  # longer is checked on its first 1,000 characters (MiniLM reads ~256 word pieces)
+MAX_PASSAGE_CHARS = 20_000
+_CLAUSE = re.compile(r"\s*(?:;|:\s|\s[—–]\s|\(|\))\s*")
+_WORD = re.compile(r"[^\W\d_]+(?:'t)?")
+
+
+class Verdict(StrEnum):
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The score's weights, and where it decides (`supported` ≥ `unsupported`; between them: undecided)."""
+
+    coverage_weight: float
+    negation_penalty: float
+    supported: float
+    unsupported: float
+    other_language_supported: float
+    other_language_unsupported: float
+
+
+# Chosen by benchmarks/support_calibration.py (cross-validated); docs/knowledge.md has precision and recall.
+THRESHOLDS = Thresholds(coverage_weight=1.0, negation_penalty=0.2, supported=1.68, unsupported=1.64,
+                        other_language_supported=0.55, other_language_unsupported=-0.08)
+
+
+@dataclass(frozen=True, slots=True)
+class Measures:
+    """What the check measured of one sentence against the passages it cites."""
+
+    similarity: float  # best cosine of the sentence with a window of the passages
+    window: str  # that window
+    coverage: float  # weighted share of the sentence's terms found in the passages
+    missing: tuple[str, ...]  # numbers, names, identifiers of the sentence no passage has
+    negation_differs: bool  # the sentence is negated and its window is not, or the reverse
+    language: str
+
+    def score(self, thresholds: Thresholds) -> float:
+        """Similarity plus weighted coverage, less the penalty for a negation one side lacks."""
+        return (self.similarity + thresholds.coverage_weight * self.coverage
+                - thresholds.negation_penalty * self.negation_differs)
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """The verdict on one sentence against the passages it cites, with what decided it."""
+
+    verdict: Verdict
+    score: float
+    measures: Measures
+
+    @property
+    def reason(self) -> str:
+        """Why, in words a person (or the model asked again) can read."""
+        if self.measures.missing:
+            return f"the cited passages do not have {', '.join(self.measures.missing)}"
+        return {Verdict.SUPPORTED: "the cited passages say this",
+                Verdict.UNSUPPORTED: "the cited passages do not say this",
+                Verdict.UNDECIDED: "the cited passages may not say this"}[self.verdict]
+
+
+NOTHING = Measures(0.0, "", 0.0, (), False, "en")
+
+
+def coverage(terms: SentenceTerms, passages: Sequence[PassageTerms]) -> tuple[float, tuple[str, ...]]:
+    """The weighted share of the sentence's terms found in the passages, and its decisive terms not found."""
+    found = total = 0.0
+    missing: list[str] = []
+    for word in terms.words:
+        total += WEIGHTS["word"]
+        found += WEIGHTS["word"] * any(word in p.stems for p in passages)
+    for kind, items in (("number", terms.numbers), ("name", terms.names), ("identifier", terms.identifiers)):
+        for item in sorted(items):
+            total += WEIGHTS[kind]
+            if any(_has(kind, item, p) for p in passages):
+                found += WEIGHTS[kind]
+            else:
+                missing.append(item)
+    return (found / total if total else 0.0), tuple(missing)
+
+
+def _has(kind: str, item: str, passage: PassageTerms) -> bool:
+    if kind == "number":
+        return item in passage.numbers
+    if item in passage.tokens or item in passage.text:
+        return True
+    parts = [part for part in re.split(r"[-–]", item) if part]  # "V8-Isolate" against "V8 isolate"
+    return kind == "name" and len(parts) > 1 and all(part in passage.text for part in parts)
+
+
+def windows(passage: str) -> dict[str, str]:
+    """The passage's windows, each with the sentence it is part of: its sentences (a heading, and a table row
+    read with its header: "Setting: Timezone, Default: UTC"), their clauses, and pairs of sentences."""
+    units: list[str] = []
+    rows: dict[str, list[str]] = {}  # a table row's unit, and its cells read with their header
+    header: tuple[str, ...] = ()
+    for sentence in split_sentences(passage[:MAX_PASSAGE_CHARS]):
+        if sentence.kind != "table_row" or not header:
+            header = sentence.cells if sentence.kind == "table_row" else ()
+            units.append(sentence.text)
+            continue
+        key, *cells = sentence.cells
+        named = [f"{name}: {cell}" for name, cell in zip(header[1:], cells, strict=False) if name and cell]
+        unit = ", ".join([f"{header[0]}: {key}" if header[0] else key, *named])
+        units.append(unit)
+        rows[unit] = [f"{key}, {cell}" for cell in named]
+    found = {unit: unit for unit in units if unit}
+    for unit in list(found):
+        parts = rows[unit] if unit in rows else [c for c in _CLAUSE.split(unit) if c != unit and len(c.split()) >= 3]
+        for part in parts:
+            found.setdefault(part, unit)
+    for first, second in zip(units, units[1:], strict=False):
+        found.setdefault(f"{first} {second}", f"{first} {second}")
+    return found or {passage[:MAX_SENTENCE_CHARS]: passage[:MAX_SENTENCE_CHARS]}
+
+
+def negated(text: str, language: str) -> bool:
+    """Whether a text has a negation word of its language (or of English)."""
+    words = set(_WORD.findall(normalise(text).lower()))
+    return bool(words & (NEGATIONS.get(language, frozenset()) | NEGATIONS["en"]))
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+class SupportCheck:
+    """Checks sentences against passages with one embedder; keeps the vectors of the texts it has seen."""
+
+    CACHE = 4096  # vectors kept (passage windows and sentences); a turn cites a few passages of ~25 windows
+
+    def __init__(self, embedder: Embedder, thresholds: Thresholds = THRESHOLDS) -> None:
+        self.embedder = embedder
+        self.thresholds = thresholds
+        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def vectors(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """One vector per distinct text, embedding in one call only those not seen lately."""
+        with self._lock:
+            known = {t: self._vectors[t] for t in texts if t in self._vectors}
+            for text in known:
+                self._vectors.move_to_end(text)
+        wanted = list(dict.fromkeys(t for t in texts if t not in known))
+        if wanted:
+            fresh = dict(zip(wanted, self.embedder.embed(wanted), strict=True))
+            with self._lock:
+                self._vectors.update(fresh)
+                while len(self._vectors) > self.CACHE:
+                    self._vectors.popitem(last=False)
+            known.update(fresh)
+        return known
+
+    def measure_all(self, items: Sequence[tuple[str, Sequence[str]]],
+                    known: frozenset[str] = frozenset()) -> list[Measures]:
+        """Measure each (sentence, passages) pair, with one call to the embedder for all of them."""
+        usable = [(s[:MAX_SENTENCE_CHARS], [p[:MAX_PASSAGE_CHARS] for p in ps if p.strip()]) for s, ps in items]
+        per_item: list[dict[str, str]] = []
+        for sentence, passages in usable:
+            found: dict[str, str] = {}
+            for passage in passages if sentence.strip() else []:
+                for window, unit in windows(passage).items():
+                    found.setdefault(window, unit)
+            per_item.append(found)
+        texts = [s for (s, _), ws in zip(usable, per_item, strict=True) if ws] + [w for ws in per_item for w in ws]
+        vectors = self.vectors(texts) if texts else {}
+        out = []
+        for (sentence, passages), candidates in zip(usable, per_item, strict=True):
+            if not candidates:  # no text, or nothing to check against: nothing supports it
+                out.append(NOTHING)
+                continue
+            terms = sentence_terms(sentence, known)
+            similarity, window = max((_cosine(vectors[sentence], vectors[w]), w) for w in candidates)
+            share, missing = coverage(terms, [passage_terms(p) for p in passages])
+            # A clause may leave out its sentence's negation ("Values are encrypted at rest" of "… and never
+            # shown back"): a negated sentence agrees with a window whose whole sentence is negated.
+            sentence_negated = negated(sentence, terms.language)
+            differs = (not negated(candidates[window], "en")) if sentence_negated else negated(window, "en")
+            out.append(Measures(round(similarity, 4), window, round(share, 4), missing, differs, terms.language))
+        return out
+
+    def decide(self, measures: Measures) -> Support:
+        """Apply this check's thresholds to a sentence's measures."""
+        return decide(measures, self.thresholds)
+
+    def check_all(self, items: Sequence[tuple[str, Sequence[str]]],
+                  known: frozenset[str] = frozenset()) -> list[Support]:
+        """The verdicts on many (sentence, passages) pairs, each against its passages taken together."""
+        return [self.decide(m) for m in self.measure_all(items, known)]
+
+    def check(self, sentence: str, passages: Sequence[str], known: frozenset[str] = frozenset()) -> Support:
+        """The verdict on one sentence against the passages it cites (taken together)."""
+        return self.check_all([(sentence, passages)], known)[0]
+
+
+def decide(measures: Measures, thresholds: Thresholds = THRESHOLDS) -> Support:
+    """Apply thresholds to a sentence's measures: a missing number, name or identifier is never supported."""
+    score = round(measures.score(thresholds), 4)
+    high, low = ((thresholds.supported, thresholds.unsupported) if measures.language == "en"
+                 else (thresholds.other_language_supported, thresholds.other_language_unsupported))
+    if measures is NOTHING or measures.missing or score < low:
+        verdict = Verdict.UNSUPPORTED
+    elif score >= high:
+        verdict = Verdict.SUPPORTED
+    else:
+        verdict = Verdict.UNDECIDED
+    return Support(verdict, score, measures)

@@ -206,13 +206,14 @@ def _kept_numbers(check: SentenceCheck, supported: bool) -> list[int]:
 
 def review_citations(assessment: CitationAssessment, *, policy: UncitedPolicy = UncitedPolicy.MARK,
                      may_ask_again: bool = True, decisions: Mapping[int, bool] | None = None,
-                     undecided_default: Verdict = Verdict.UNSUPPORTED,
+                     undecided_default: Verdict | None = None,
                      link: Callable[[int], str | None] | None = None) -> CitationReview:
     """Decide what the answer becomes: keep (cleaned, linked, marked), ask again once, or no evidence.
 
     `decisions` are a verifier's answers for `assessment.undecided` (by sentence index); the undecided
-    sentences it did not answer get `undecided_default` (unsupported: a link the measure cannot vouch for
-    is not shown). `link` turns a passage number into its page's URL.
+    sentences it did not answer get `undecided_default`, or by default the side of the calibrated cut their
+    score falls on (Support.leaning; docs/knowledge.md has its precision and recall). `link` turns a passage
+    number into its page's URL.
     """
     turn, decisions = assessment.turn, decisions or {}
     kept: dict[int, list[int]] = {}
@@ -223,12 +224,16 @@ def review_citations(assessment: CitationAssessment, *, policy: UncitedPolicy = 
     for check in assessment.sentences:
         supported = False
         if check.numbers:
-            verdict = check.support.verdict if check.support else undecided_default
-            if verdict is Verdict.UNDECIDED or check.support is None:
+            verdict = check.support.verdict if check.support else Verdict.UNDECIDED
+            if verdict is Verdict.UNDECIDED:
                 undecided += 1
                 by.add("verifier" if check.index in decisions else "default")
-                verdict = ({True: Verdict.SUPPORTED, False: Verdict.UNSUPPORTED}[decisions[check.index]]
-                           if check.index in decisions else undecided_default)
+                if check.index in decisions:
+                    verdict = Verdict.SUPPORTED if decisions[check.index] else Verdict.UNSUPPORTED
+                elif undecided_default is not None or check.support is None:
+                    verdict = undecided_default or Verdict.UNSUPPORTED  # not measured (too long): not shown
+                else:
+                    verdict = check.support.leaning
             supported = verdict is Verdict.SUPPORTED
             kept[check.index] = _kept_numbers(check, supported)
             if not supported:

@@ -14,7 +14,7 @@ from app.knowledge.citations import DEFINITION, Citation, find_citations
 
 # The end of a sentence: its punctuation, closing quotes or brackets, then space and no lower-case letter.
 _END = re.compile(r"[.!?…。！？]+[\"'”’)\]*_]*+(?=\s+[^\sa-zà-ÿ]|\s*$)")
-_ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "vs.", "etc.", "approx.", "no.", "p.", "pp.", "fig.", "ca.", "z.b.", "d.h.")
+_ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "vs.", "approx.", "pp.", "fig.", "ca.", "z.b.", "d.h.")
 _LIST_MARKER = re.compile(r"^[ \t]*+(?:[-*+]|\d{1,9}[.)])[ \t]++", re.MULTILINE)
 _HEADING_MARKER = re.compile(r"^[ \t]*+#{1,6}[ \t]*+|[ \t]+#+[ \t]*$", re.MULTILINE)
 # Emphasis in pairs only: the underscore of dt_<name> or min_score is not markup.

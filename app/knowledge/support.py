@@ -5,12 +5,13 @@ thresholds and their precision and recall are in docs/knowledge.md):
 1. every number, name and identifier of the sentence must be in the cited passages ("30 days" against a
    passage that says 7, `memories-team-<id>` against one that says `memories-user-<id>`): otherwise the
    sentence adds what the passages do not have, and is unsupported whatever else it shares with them;
-2. the score is the best cosine similarity of the sentence with a window of the cited passages (a sentence,
-   a clause, or two consecutive sentences), plus `coverage_weight` times the share of the sentence's terms
+2. the score is the best cosine similarity of the sentence with a window of the cited passages (one of
+   their sentences or clauses), plus `coverage_weight` times the share of the sentence's terms
    found in them (numbers, names and identifiers weigh more), minus `negation_penalty` when the sentence
    and its best window disagree on being negated ("deletes" against "does not delete");
-3. at or above `supported` it is supported, under `unsupported` it is not; in between it is undecided: a
-   verifier model may decide, else the review applies its default (app/knowledge/citation_review.py).
+3. at or above the band's `supported` it is supported, under its `unsupported` it is not; in between it is
+   undecided: a verifier model may decide, else the default is the side of the band's `cut` the score
+   falls on (app/knowledge/citation_review.py).
 Sentences in another language than English have their own, wider band: MiniLM is an English model, so the
 similarity of an Italian sentence with an English passage says less (docs/knowledge.md says how much).
 
@@ -36,8 +37,9 @@ from app.knowledge.support_terms import (
     normalise,
     passage_terms,
     sentence_terms,
+    stem,
 )
-from app.knowledge.word_tables import NEGATIONS
+from app.knowledge.word_tables import NEGATIONS, STOP_WORDS
 
 WEIGHTS = {"word": 1.0, "name": 2.0, "identifier": 3.0, "number": 3.0}
 MAX_SENTENCE_CHARS = 1000  # longer is checked on its first 1,000 characters (MiniLM reads ~256 word pieces)
@@ -53,20 +55,28 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Band:
+    """Where the score decides for one group of sentences: `supported` ≥ `cut` ≥ `unsupported`."""
+
+    supported: float  # at or above: supported
+    cut: float  # between the two: undecided, leaning supported at or above this (the default's choice)
+    unsupported: float  # under: unsupported
+
+
+@dataclass(frozen=True, slots=True)
 class Thresholds:
-    """The score's weights, and where it decides (`supported` ≥ `unsupported`; between them: undecided)."""
+    """The score's weights, and its bands for English sentences and for sentences in other languages."""
 
     coverage_weight: float
     negation_penalty: float
-    supported: float
-    unsupported: float
-    other_language_supported: float
-    other_language_unsupported: float
+    english: Band
+    other_languages: Band
 
 
-# Chosen by benchmarks/support_calibration.py (cross-validated); docs/knowledge.md has precision and recall.
-THRESHOLDS = Thresholds(coverage_weight=1.0, negation_penalty=0.2, supported=1.68, unsupported=1.64,
-                        other_language_supported=0.55, other_language_unsupported=-0.08)
+# Fitted by benchmarks/support_calibration.py on benchmarks/data/support_pairs.yaml (its cross-validated
+# precision and recall are in docs/knowledge.md). Another embedder has another scale: calibrate again.
+THRESHOLDS = Thresholds(coverage_weight=0.6, negation_penalty=0.0, english=Band(1.3, 1.15, 1.15),
+                        other_languages=Band(0.34, 0.3, 0.11))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,7 @@ class Support:
     verdict: Verdict
     score: float
     measures: Measures
+    leaning: Verdict  # for an undecided verdict, the side of the band's cut it falls on
 
     @property
     def reason(self) -> str:
@@ -135,7 +146,7 @@ def _has(kind: str, item: str, passage: PassageTerms) -> bool:
 
 def windows(passage: str) -> dict[str, str]:
     """The passage's windows, each with the sentence it is part of: its sentences (a heading, and a table row
-    read with its header: "Setting: Timezone, Default: UTC"), their clauses, and pairs of sentences."""
+    read with its header: "Setting: Timezone, Default: UTC"), and their clauses."""
     units: list[str] = []
     rows: dict[str, list[str]] = {}  # a table row's unit, and its cells read with their header
     header: tuple[str, ...] = ()
@@ -154,8 +165,6 @@ def windows(passage: str) -> dict[str, str]:
         parts = rows[unit] if unit in rows else [c for c in _CLAUSE.split(unit) if c != unit and len(c.split()) >= 3]
         for part in parts:
             found.setdefault(part, unit)
-    for first, second in zip(units, units[1:], strict=False):
-        found.setdefault(f"{first} {second}", f"{first} {second}")
     return found or {passage[:MAX_SENTENCE_CHARS]: passage[:MAX_SENTENCE_CHARS]}
 
 
@@ -163,6 +172,31 @@ def negated(text: str, language: str) -> bool:
     """Whether a text has a negation word of its language (or of English)."""
     words = set(_WORD.findall(normalise(text).lower()))
     return bool(words & (NEGATIONS.get(language, frozenset()) | NEGATIONS["en"]))
+
+
+def negated_stems(text: str) -> set[str]:
+    """The content words a negation of an English text bears on: the two words before it and the four after
+    ("guests have none", "does not delete memories")."""
+    words = _WORD.findall(normalise(text).lower())
+    scoped: set[str] = set()
+    for index, word in enumerate(words):
+        if word in NEGATIONS["en"]:
+            scoped |= {stem(w) for w in words[max(index - 2, 0):index] + words[index + 1:index + 5]
+                       if len(w) >= 3 and w not in STOP_WORDS["en"]}
+    return scoped
+
+
+def negation_differs(sentence: str, terms: SentenceTerms, window: str, unit: str) -> bool:
+    """Whether a sentence and the passage window it matches best disagree on a negation.
+
+    A negated sentence agrees with a window whose whole sentence is negated (a clause may have left the
+    negation out: "Values are encrypted at rest" of "… and never shown back"). A sentence that is not
+    negated disagrees with a window only where the window negates something the sentence says ("deletes
+    every memory" against "does not delete memories"), not where it negates something else.
+    """
+    if negated(sentence, terms.language):
+        return not negated(unit, "en")
+    return bool(negated_stems(window) & terms.words)
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -219,10 +253,7 @@ class SupportCheck:
             terms = sentence_terms(sentence, known)
             similarity, window = max((_cosine(vectors[sentence], vectors[w]), w) for w in candidates)
             share, missing = coverage(terms, [passage_terms(p) for p in passages])
-            # A clause may leave out its sentence's negation ("Values are encrypted at rest" of "… and never
-            # shown back"): a negated sentence agrees with a window whose whole sentence is negated.
-            sentence_negated = negated(sentence, terms.language)
-            differs = (not negated(candidates[window], "en")) if sentence_negated else negated(window, "en")
+            differs = negation_differs(sentence, terms, window, candidates[window])
             out.append(Measures(round(similarity, 4), window, round(share, 4), missing, differs, terms.language))
         return out
 
@@ -243,12 +274,13 @@ class SupportCheck:
 def decide(measures: Measures, thresholds: Thresholds = THRESHOLDS) -> Support:
     """Apply thresholds to a sentence's measures: a missing number, name or identifier is never supported."""
     score = round(measures.score(thresholds), 4)
-    high, low = ((thresholds.supported, thresholds.unsupported) if measures.language == "en"
-                 else (thresholds.other_language_supported, thresholds.other_language_unsupported))
-    if measures is NOTHING or measures.missing or score < low:
+    band = thresholds.english if measures.language == "en" else thresholds.other_languages
+    if measures is NOTHING or measures.missing or score < band.unsupported:
         verdict = Verdict.UNSUPPORTED
-    elif score >= high:
+    elif score >= band.supported:
         verdict = Verdict.SUPPORTED
     else:
         verdict = Verdict.UNDECIDED
-    return Support(verdict, score, measures)
+    leaning = verdict if verdict is not Verdict.UNDECIDED else (
+        Verdict.SUPPORTED if score >= band.cut else Verdict.UNSUPPORTED)
+    return Support(verdict, score, measures, leaning)

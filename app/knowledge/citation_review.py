@@ -40,6 +40,7 @@ from app.knowledge.word_tables import (
 MAX_CHECKED = 200  # cited sentences measured per answer; later ones get the default for the undecided
 MAX_SUBSETS = 6  # a sentence citing more passages is judged on them together only
 _OPEN, _CLOSE = "\ufdd0", "\ufdd1"  # noncharacters around a marker while the text is rewritten
+_LIST_ITEM = re.compile(r"[-*+]|\d{1,9}[.)]")
 _SENTENCE_END = re.compile(r"[.!?…。！？]+[\"'”’)\]*_]*\s*$")
 
 
@@ -137,16 +138,18 @@ def is_claim(sentence: Sentence, first_row: bool = False) -> bool:
     if not (terms.words or terms.numbers or terms.names or terms.identifiers):
         return False
     lowered = f" {text.lower().replace('’', chr(39))} "
-    language = terms.language
-    if len(text.split()) <= 8 and lowered.strip().startswith(GREETINGS[language] + GREETINGS["en"]):
+    # Every language's table: these phrases are distinctive, and a short sentence's language is a guess.
+    if len(text.split()) <= 8 and lowered.strip().startswith(tuple(g for gs in GREETINGS.values() for g in gs)):
         return False
-    contrasted = any(word in lowered for word in CONTRASTS[language] + CONTRASTS["en"])
-    about_sources = any(phrase in lowered for phrase in ABOUT_THE_SOURCES[language] + ABOUT_THE_SOURCES["en"])
-    if language == "de" and about_sources:
-        about_sources = any(f" {word} " in lowered or f" {word}." in lowered for word in GERMAN_NEGATIONS)
+    contrasted = any(word in lowered for words in CONTRASTS.values() for word in words)
+    about_sources = any(phrase in lowered for language, phrases in ABOUT_THE_SOURCES.items() if language != "de"
+                        for phrase in phrases)
+    # German negates late ("Die Dokumente sagen nichts über …"): its phrases name the subject only.
+    about_sources |= any(phrase in lowered for phrase in ABOUT_THE_SOURCES["de"]) and any(
+        f" {word} " in lowered or f" {word}." in lowered for word in GERMAN_NEGATIONS)
     if about_sources and not contrasted:
         return False
-    return not any(phrase in lowered for phrase in ABOUT_THE_QUESTION[language] + ABOUT_THE_QUESTION["en"])
+    return not any(phrase in lowered for phrases in ABOUT_THE_QUESTION.values() for phrase in phrases)
 
 
 def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
@@ -161,9 +164,14 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
     checks: list[SentenceCheck] = []
     items: list[tuple[str, list[str]]] = []
     plans: list[tuple[int, str, int | None]] = []  # (sentence index, "joint" | "alone" | "without", number)
-    previous = ""
+    previous, lead_in = "", ""
     joint_plans: list[int] = []
     for index, sentence in enumerate(sentences):
+        # A list item is read with the lead-in above its list ("Backups:" then "- Run every night at 02:00").
+        item = sentence.kind == "paragraph" and _LIST_ITEM.match(text, sentence.start) is not None
+        if sentence.kind == "paragraph" and not item:
+            lead_in = sentence.text if sentence.text.endswith(":") else ""
+        checked = f"{lead_in} {sentence.text}" if item and lead_in else sentence.text
         numbers = tuple(n for n in sentence.numbers if n in turn.sources)
         cited_marks = sum(len(c.numbers) for c in sentence.citations)
         factual = is_claim(sentence, first_row=sentence.kind == "table_row" and previous != "table_row")
@@ -172,13 +180,13 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
         if not numbers or len(joint_plans) >= MAX_CHECKED:
             continue
         joint_plans.append(index)
-        items.append((sentence.text, [turn.sources[n].text for n in numbers]))
+        items.append((checked, [turn.sources[n].text for n in numbers]))
         plans.append((index, "joint", None))
         if 2 <= len(numbers) <= MAX_SUBSETS:
             for number in numbers:
-                items.append((sentence.text, [turn.sources[number].text]))
+                items.append((checked, [turn.sources[number].text]))
                 plans.append((index, "alone", number))
-                items.append((sentence.text, [turn.sources[n].text for n in numbers if n != number]))
+                items.append((checked, [turn.sources[n].text for n in numbers if n != number]))
                 plans.append((index, "without", number))
     results = check.check_all(items, known) if items else []
     joint: dict[int, Support] = {}
@@ -284,6 +292,8 @@ def _compose(assessment: CitationAssessment, kept: Mapping[int, list[int]], flag
         if drop and block and all(c.index in flagged_index or not c.text for c in checks):
             out.append(text[position:block.start])  # the whole block goes: no empty list item is left behind
             position = block.end
+            if _ends_blank(out):
+                position += len(text[position:]) - len(text[position:].lstrip("\n"))  # nor an empty line
             continue
         for check in checks:
             sentence = check.sentence
@@ -303,6 +313,16 @@ def _compose(assessment: CitationAssessment, kept: Mapping[int, list[int]], flag
     everywhere = {n for numbers in kept.values() for n in numbers}
     composed = rewrite_citations(composed, lambda _c, n: n in everywhere, link)  # footnote definitions
     return _markers(composed.strip())
+
+
+def _ends_blank(out: list[str]) -> bool:
+    """Whether what is written so far is empty or ends with an empty line."""
+    tail = ""
+    for piece in reversed(out):
+        tail = piece + tail
+        if len(tail) >= 2:
+            break
+    return tail == "" or tail.endswith("\n\n")
 
 
 def _with_mark(piece: str, kind: str, mark: str) -> str:

@@ -60,7 +60,8 @@ def number(token: str) -> str:
     if _THOUSANDS.match(token):
         token = re.sub(r"\D", "", token)
     token = token.replace(",", ".")
-    return ":".join(part.lstrip("0") or "0" if part.isdigit() else part for part in token.split(":"))
+    head, colon, rest = token.partition(":")  # 02:00 is 2:00
+    return (head.lstrip("0") or "0" if head.isdigit() else head) + colon + rest
 
 
 @lru_cache(maxsize=4096)
@@ -106,7 +107,7 @@ def _chunks(text: str) -> list[str]:
 
 
 def sentence_terms(text: str, known: frozenset[str] = frozenset()) -> SentenceTerms:
-    """Sort a sentence's words into what it claims; `known` names (lower case) are never decisive."""
+    """Sort a sentence's words into what it claims; `known` names (lower case) are left out."""
     language = language_of(text)
     stop = STOP_WORDS[language] | STOP_WORDS["en"]
     number_words = NUMBER_WORDS[language]
@@ -116,12 +117,14 @@ def sentence_terms(text: str, known: frozenset[str] = frozenset()) -> SentenceTe
     identifiers: set[str] = set()
     for index, token in enumerate(_chunks(text)):
         lowered = token.lower()
+        if lowered in known:
+            continue  # the product's or the agent's own name: neither claimed nor missing
         if _NUMBERISH.match(token):
             numbers.add(number(token))
         elif _IDENTIFIER_CHARS.search(token):
             identifiers.add(lowered)
         elif _INNER_CAPITAL.search(token):
-            (names if lowered not in known else words).add(lowered)
+            names.add(lowered)
         elif lowered in number_words and lowered not in NOT_NUMBERS:
             numbers.add(number_words[lowered])
         else:
@@ -130,7 +133,7 @@ def sentence_terms(text: str, known: frozenset[str] = frozenset()) -> SentenceTe
                 if len(part) < 3 or part in stop:
                     continue
                 capitalised = token[:1].isupper() and index > 0 and language not in CAPITALISES_NOUNS
-                if capitalised and part not in known and part not in STOP_WORDS["en"]:
+                if capitalised and part not in STOP_WORDS["en"]:
                     names.add(part)
                 else:
                     words.add(stem(part))

@@ -40,6 +40,7 @@ from app.knowledge.word_tables import (
 MAX_CHECKED = 200  # cited sentences measured per answer; later ones get the default for the undecided
 MAX_SUBSETS = 6  # a sentence citing more passages is judged on them together only
 _OPEN, _CLOSE = "\ufdd0", "\ufdd1"  # noncharacters around a marker while the text is rewritten
+_RESULT_HEADER = re.compile(r"\(passage \d{1,12}\)")  # what search_knowledge writes after [n]
 _LIST_ITEM = re.compile(r"[-*+]|\d{1,9}[.)]")
 _SENTENCE_END = re.compile(r"[.!?…。！？]+[\"'”’)\]*_]*\s*$")
 
@@ -66,6 +67,7 @@ class SentenceCheck:
     numbers: tuple[int, ...]  # the passages of this turn it cites
     invalid: int  # citations of passages not retrieved in this turn (or numbers too long to be any)
     factual: bool
+    verbatim: bool = False  # uncited, but word for word in a retrieved passage
     support: Support | None = None  # its cited passages together; None when it cites none of this turn's
     alone: Mapping[int, Support] = field(default_factory=dict)  # each alone (two to MAX_SUBSETS cited)
     without: Mapping[int, Support] = field(default_factory=dict)  # the others, without that one
@@ -128,11 +130,12 @@ class CitationReview:
 def is_claim(sentence: Sentence, first_row: bool = False) -> bool:
     """Whether a sentence states something that needs a source: not a heading, a table's header, a question,
     a lead-in ("Here is what I found:"), a greeting, a sentence about the sources ("The documents do not say
-    …") or about the question ("You asked whether …"), nor one with no content word at all."""
+    …") or about the question ("You asked whether …"), a search result's header pasted as it came ("[1]
+    (passage 12) Backups — Restore"), nor one with no content word at all."""
     text = sentence.text.strip()
     if sentence.kind == "heading" or (sentence.kind == "table_row" and first_row) or not text:
         return False
-    if text.startswith(NO_EVIDENCE) or text.endswith(("?", ":", "？")):
+    if text.startswith(NO_EVIDENCE) or text.endswith(("?", ":", "？")) or _RESULT_HEADER.search(text):
         return False
     terms = sentence_terms(text)
     if not (terms.words or terms.numbers or terms.names or terms.identifiers):
@@ -166,6 +169,7 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
     plans: list[tuple[int, str, int | None]] = []  # (sentence index, "joint" | "alone" | "without", number)
     previous, lead_in = "", ""
     joint_plans: list[int] = []
+    quoted = " ".join(_plain(s.text) for source in turn.sources.values() for s in split_sentences(source.text))
     for index, sentence in enumerate(sentences):
         # A list item is read with the lead-in above its list ("Backups:" then "- Run every night at 02:00").
         item = sentence.kind == "paragraph" and _LIST_ITEM.match(text, sentence.start) is not None
@@ -176,9 +180,11 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
         cited_marks = sum(len(c.numbers) for c in sentence.citations)
         factual = is_claim(sentence, first_row=sentence.kind == "table_row" and previous != "table_row")
         previous = sentence.kind
-        checks.append(SentenceCheck(index, sentence, numbers, cited_marks - len(numbers), factual))
-        if not numbers or len(joint_plans) >= MAX_CHECKED:
-            continue
+        # The passage's own words pasted (the offline model reports results so): supported by quotation.
+        verbatim = factual and not numbers and _quoted(sentence.text, quoted)
+        checks.append(SentenceCheck(index, sentence, numbers, cited_marks - len(numbers), factual, verbatim))
+        if not numbers or not factual or len(joint_plans) >= MAX_CHECKED:
+            continue  # a sentence that claims nothing keeps its citations as references ("See [2].")
         joint_plans.append(index)
         items.append((checked, [turn.sources[n].text for n in numbers]))
         plans.append((index, "joint", None))
@@ -197,9 +203,19 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
             joint[index] = support
         else:
             (alone if kind == "alone" else without).setdefault(index, {})[number] = support  # type: ignore[index]
-    checks = [SentenceCheck(c.index, c.sentence, c.numbers, c.invalid, c.factual, joint.get(c.index),
+    checks = [SentenceCheck(c.index, c.sentence, c.numbers, c.invalid, c.factual, c.verbatim, joint.get(c.index),
                             alone.get(c.index, {}), without.get(c.index, {})) if c.numbers else c for c in checks]
     return CitationAssessment(text, turn, layout, checks)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _quoted(sentence: str, passages: str) -> bool:
+    """Whether a sentence of some length is word for word in the retrieved passages (a cut end allowed)."""
+    plain = _plain(sentence).removesuffix("…").removesuffix("...").rstrip(" .")
+    return len(plain) >= 20 and plain in passages
 
 
 def _kept_numbers(check: SentenceCheck, supported: bool) -> list[int]:
@@ -231,7 +247,9 @@ def review_citations(assessment: CitationAssessment, *, policy: UncitedPolicy = 
     by: set[str] = set()
     for check in assessment.sentences:
         supported = False
-        if check.numbers:
+        if check.numbers and not check.factual:
+            kept[check.index] = list(check.numbers)
+        elif check.numbers:
             verdict = check.support.verdict if check.support else Verdict.UNDECIDED
             if verdict is Verdict.UNDECIDED:
                 undecided += 1
@@ -248,6 +266,7 @@ def review_citations(assessment: CitationAssessment, *, policy: UncitedPolicy = 
                 reason = check.support.reason if check.support else "not checked: the answer is too long"
                 removed.append(Removed(check.text, check.numbers, reason))
         if check.factual:
+            supported = supported or check.verbatim
             supported_claims += supported
             if not supported:
                 problems.append(check)

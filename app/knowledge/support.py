@@ -28,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from app.knowledge.embeddings import Embedder
 from app.knowledge.sentences import split_sentences
@@ -284,3 +285,13 @@ def decide(measures: Measures, thresholds: Thresholds = THRESHOLDS) -> Support:
     leaning = verdict if verdict is not Verdict.UNDECIDED else (
         Verdict.SUPPORTED if score >= band.cut else Verdict.UNSUPPORTED)
     return Support(verdict, score, measures, leaning)
+
+
+@lru_cache(maxsize=8)
+def support_check_for(embedder: Embedder) -> SupportCheck:
+    """This process's support check on an embedder (one vector cache per embedder).
+
+    THRESHOLDS are calibrated for the bundled MiniLM: pass `embedder_from_config({"EMBEDDINGS": "minilm"})`
+    whatever embedder retrieval uses, or calibrate again for another one.
+    """
+    return SupportCheck(embedder)

@@ -78,20 +78,21 @@ NOT_NUMBERS = frozenset({"one", "uno", "un", "una", "une"})
 # Capitalised nouns are names in English, Italian, French and Spanish; German capitalises every noun.
 CAPITALISES_NOUNS = frozenset({"de"})
 
-# A sentence that opens with one of these and says nothing else is a greeting or a courtesy, not a claim.
+# A short sentence (eight words at most) that opens with one of these is a greeting, a courtesy or a pointer
+# ("See [2] for the details."), not a claim.
 GREETINGS: dict[str, tuple[str, ...]] = {
     "en": ("hi", "hello", "hey", "thanks", "thank you", "you're welcome", "sure", "of course", "certainly",
            "happy to help", "glad to help", "great question", "good question", "i hope this helps",
            "hope this helps", "let me know", "feel free", "here is", "here's", "here are", "in short",
-           "to sum up", "in summary"),
+           "to sum up", "in summary", "see ", "for details", "for more", "more on this", "read more"),
     "it": ("ciao", "salve", "grazie", "prego", "certo", "volentieri", "ecco", "spero che", "fammi sapere",
-           "in breve", "in sintesi"),
+           "in breve", "in sintesi", "vedi ", "per i dettagli", "per saperne di più"),
     "fr": ("bonjour", "salut", "merci", "bien sûr", "avec plaisir", "voici", "j'espère que", "n'hésitez pas",
-           "en bref", "en résumé"),
+           "en bref", "en résumé", "voir ", "pour plus de détails", "pour en savoir plus"),
     "es": ("hola", "gracias", "claro", "por supuesto", "con gusto", "aquí tienes", "aquí está", "espero que",
-           "no dudes", "en resumen"),
+           "no dudes", "en resumen", "véase", "ver ", "para más detalles"),
     "de": ("hallo", "guten tag", "danke", "gern", "gerne", "natürlich", "sicher", "hier ist", "hier sind",
-           "ich hoffe", "kurz gesagt", "zusammengefasst"),
+           "ich hoffe", "kurz gesagt", "zusammengefasst", "siehe ", "mehr dazu", "details in"),
 }
 
 # Phrases of a sentence that is about the sources, not about the world: "the documents do not say …",

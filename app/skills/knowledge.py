@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import ModelRetry
@@ -11,13 +12,16 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.knowledge.citations import (
-    TurnSources,
-    linked,
-    no_evidence_answer,
-    strip_invalid,
-    valid_citations,
+from app.knowledge.citation_review import (
+    CitationReview,
+    Outcome,
+    UncitedPolicy,
+    assess_citations,
+    review_citations,
 )
+from app.knowledge.citations import TurnSources, shown_text, strip_invalid
+from app.knowledge.embeddings import MINILM, embedder_from_config
+from app.knowledge.support import support_check_for
 from app.runtime.contract import OFFLINE_PATTERNS, Skill, SkillContext
 
 # The offline model takes a plain question ("what is compaction?") to the search, the question as the query.
@@ -33,11 +37,8 @@ INSTRUCTIONS = (
     "plainly what the passages do not say; a missing passage proves neither that a feature exists nor that "
     "it does not."
 )
-RECONSIDER = (
-    "Your answer cites none of the passages retrieved in this turn, so it cannot be shown. Reconsider the "
-    "same passages ({numbers}) once more: answer with whatever partial information they do support, citing "
-    "it as [n]; if they support nothing, say that the documents do not answer this."
-)
+# Names an answer may use that no passage needs to have.
+KNOWN_NAMES = frozenset({"skilldesk"})
 
 
 class Config(BaseModel):
@@ -52,6 +53,10 @@ class Config(BaseModel):
     min_score: float = Field(0.0, ge=0, le=1, title="Minimum fused score")
     """Passages whose fused score (1.0 = first by meaning and by words) is lower are left out; applied after
     fusion, never to the semantic or lexical score alone."""
+    uncited: Literal["mark", "every_sentence_cites"] = Field("mark", title="Uncited statements")
+    """A statement of the answer that no passage retrieved in this turn supports (it cites none, or its
+    citation was removed because the passage does not say it): "mark" shows it with an "(unverified)"
+    marker; "every_sentence_cites" (strict bases) asks the model once to cite or leave it out, then drops it."""
 
 
 @dataclass
@@ -95,7 +100,8 @@ class Knowledge(AbstractCapability[Any]):
             for scored in found:
                 passage = scored.passage
                 number = self.turn.number_for(passage.id, passage.document_id, passage.document.title,
-                                              passage.heading)
+                                              passage.heading,
+                                              shown_text(passage.document.title, passage.heading, passage.text))
                 where = passage.document.title + (f" — {passage.heading}" if passage.heading else "")
                 blocks.append(f"[{number}] (passage {passage.id}) {where}\n{passage.text}")
             return "\n\n".join(blocks)
@@ -103,30 +109,30 @@ class Knowledge(AbstractCapability[Any]):
     async def after_output_process(self, ctx, *, output_context, output: Any) -> Any:
         if getattr(ctx, "partial_output", False) or not isinstance(output, str):
             return output
-        if self.turn.searches and self.turn.sources and not valid_citations(output, self.turn):
-            if self.reconsidered == 0:
+        if self.turn.searches:
+            # The support check embeds (MiniLM): off the runtime's event loop.
+            checked = await asyncio.to_thread(self.review, output, self.reconsidered == 0)
+            if checked.outcome is Outcome.ASK_AGAIN:
                 self.reconsidered += 1
-                numbers = ", ".join(f"[{n}]" for n in self.turn.sources)
-                raise ModelRetry(RECONSIDER.format(numbers=numbers))
+                raise ModelRetry(checked.feedback)
         self.final = output
         return output
 
+    def review(self, text: str, may_ask_again: bool) -> CitationReview:
+        """Check each cited sentence against the passages it cites (app/knowledge/citation_review.py)."""
+        check = support_check_for(embedder_from_config({"EMBEDDINGS": MINILM}))  # its thresholds are MiniLM's
+        return review_citations(assess_citations(text, self.turn, check, KNOWN_NAMES),
+                                policy=UncitedPolicy(self.config.uncited), may_ask_again=may_ask_again,
+                                link=lambda number: passage_url(self.turn.sources[number].passage_id))
+
     def review_output(self, text: str) -> tuple[str, dict[str, Any]]:
-        """Remove citations not retrieved in this turn; with none left after searching, say so honestly."""
-        answer = strip_invalid(self.final if self.final is not None else text, self.turn)
-        meta: dict[str, Any] = {}
-        if self.turn.searches:
-            meta["knowledge"] = {"searches": list(self.turn.searches), "reconsidered": self.reconsidered}
-            if not valid_citations(answer, self.turn):
-                return no_evidence_answer(self.turn), meta
-        used = valid_citations(answer, self.turn)
-        if used:
-            meta.setdefault("knowledge", {})["citations"] = [
-                {"number": n, "passage_id": self.turn.sources[n].passage_id,
-                 "title": self.turn.sources[n].title} for n in used]
-        return linked(answer, self.turn, passage_url), meta
-
-
+        """Cited sentences checked, unsupported citations removed, valid ones linked; or the no-evidence answer."""
+        answer = self.final if self.final is not None else text
+        if not self.turn.searches:
+            return strip_invalid(answer, self.turn), {}
+        checked = self.review(answer, may_ask_again=False)
+        meta = {"searches": list(self.turn.searches), "reconsidered": self.reconsidered, **checked.meta(self.turn)}
+        return checked.text, {"knowledge": meta}
 def passage_url(passage_id: int) -> str:
     return f"/knowledge/passages/{passage_id}"
 

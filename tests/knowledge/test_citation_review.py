@@ -230,3 +230,18 @@ def test_is_claim_reads_the_sentence_not_the_answer():
     assert claims == {"Sure!": False, "Backups run nightly.": True, "Why?": False, "Here are the steps:": False,
                       "Ciao!": False, "I documenti non dicono nulla sui backup.": False,
                       "Die Dokumente sagen nichts über Backups.": False, "Yes.": False}
+
+
+def test_a_sentence_that_claims_nothing_keeps_its_citation_as_a_reference(support_check):
+    result = review(support_check, "Here is what the documents say [1]. See [1] for the details.", turn_of(BACKUPS))
+    assert result.outcome is Outcome.KEEP and result.citations == [1] and result.marked == []
+    assert result.text.count("(/knowledge/passages/41)") == 2
+
+
+def test_a_search_result_pasted_as_it_came_is_its_own_support(support_check):
+    # What the offline model answers: the tool's result, its header line and the passage's own words.
+    answer = ("Here is what the tools returned:\n- `search_knowledge` returned: [1] (passage 41) Backups\n"
+              "Backups run every night at 02:00 and are kept for 30 days.\n\n## Restore\n\nRestore from the Back…")
+    result = review(support_check, answer, turn_of(BACKUPS))
+    assert result.outcome is Outcome.KEEP and result.marked == [] and result.citations == [1]
+    assert "[\\[1\\]](/knowledge/passages/41) (passage 41)" in result.text

@@ -32,6 +32,7 @@ from app.knowledge.word_tables import (
     ABOUT_THE_QUESTION,
     ABOUT_THE_SOURCES,
     CONTRASTS,
+    FIRST_PERSON,
     GERMAN_NEGATIONS,
     GREETINGS,
     UNVERIFIED_MARK,
@@ -180,6 +181,8 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
         cited_marks = sum(len(c.numbers) for c in sentence.citations)
         factual = is_claim(sentence, first_row=sentence.kind == "table_row" and previous != "table_row")
         previous = sentence.kind
+        if factual and not sentence.citations and _first_person(sentence.text):
+            factual = False  # what the assistant did ("I created the table"): the review of actions checks it
         # The passage's own words pasted (the offline model reports results so): supported by quotation.
         verbatim = factual and not numbers and _quoted(sentence.text, quoted)
         checks.append(SentenceCheck(index, sentence, numbers, cited_marks - len(numbers), factual, verbatim))
@@ -206,6 +209,11 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
     checks = [SentenceCheck(c.index, c.sentence, c.numbers, c.invalid, c.factual, c.verbatim, joint.get(c.index),
                             alone.get(c.index, {}), without.get(c.index, {})) if c.numbers else c for c in checks]
     return CitationAssessment(text, turn, layout, checks)
+
+
+def _first_person(text: str) -> bool:
+    lowered = text.lower().replace("’", "'")
+    return lowered.startswith(tuple(opener for openers in FIRST_PERSON.values() for opener in openers))
 
 
 def _plain(text: str) -> str:

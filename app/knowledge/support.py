@@ -21,7 +21,6 @@ configured with): the check does not know which model it talks to, only that one
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections import OrderedDict
@@ -29,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+
+import numpy as np
 
 from app.knowledge.embeddings import Embedder
 from app.knowledge.sentences import split_sentences
@@ -200,10 +201,10 @@ def negation_differs(sentence: str, terms: SentenceTerms, window: str, unit: str
     return bool(negated_stems(window) & terms.words)
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+def _unit(vector: Sequence[float]) -> np.ndarray:
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm else array
 
 
 class SupportCheck:
@@ -214,18 +215,18 @@ class SupportCheck:
     def __init__(self, embedder: Embedder, thresholds: Thresholds = THRESHOLDS) -> None:
         self.embedder = embedder
         self.thresholds = thresholds
-        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # unit length
         self._lock = threading.Lock()
 
-    def vectors(self, texts: Sequence[str]) -> dict[str, list[float]]:
-        """One vector per distinct text, embedding in one call only those not seen lately."""
+    def vectors(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """One unit vector per distinct text, embedding in one call only those not seen lately."""
         with self._lock:
             known = {t: self._vectors[t] for t in texts if t in self._vectors}
             for text in known:
                 self._vectors.move_to_end(text)
         wanted = list(dict.fromkeys(t for t in texts if t not in known))
         if wanted:
-            fresh = dict(zip(wanted, self.embedder.embed(wanted), strict=True))
+            fresh = {t: _unit(v) for t, v in zip(wanted, self.embedder.embed(wanted), strict=True)}
             with self._lock:
                 self._vectors.update(fresh)
                 while len(self._vectors) > self.CACHE:
@@ -252,7 +253,10 @@ class SupportCheck:
                 out.append(NOTHING)
                 continue
             terms = sentence_terms(sentence, known)
-            similarity, window = max((_cosine(vectors[sentence], vectors[w]), w) for w in candidates)
+            names = list(candidates)
+            cosines = np.stack([vectors[w] for w in names]) @ vectors[sentence]
+            best = int(np.argmax(cosines))
+            similarity, window = float(cosines[best]), names[best]
             share, missing = coverage(terms, [passage_terms(p) for p in passages])
             differs = negation_differs(sentence, terms, window, candidates[window])
             out.append(Measures(round(similarity, 4), window, round(share, 4), missing, differs, terms.language))

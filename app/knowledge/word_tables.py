@@ -157,3 +157,13 @@ UNVERIFIED_MARK: dict[str, str] = {
     "es": "(no verificado)",
     "de": "(nicht belegt)",
 }
+
+# A sentence in the first person is about what the assistant did or will do ("I created the table
+# Contacts."): the answer review of actions checks it against the turn's record, not the documents.
+FIRST_PERSON: dict[str, tuple[str, ...]] = {
+    "en": ("i ", "i'", "we ", "we'", "let me ", "my ", "our "),
+    "it": ("ho ", "abbiamo ", "io ", "sono stato ", "sono stata ", "ti ho ", "vi ho "),
+    "fr": ("j'", "je ", "nous avons ", "nous "),
+    "es": ("he ", "hemos ", "yo ", "te he "),
+    "de": ("ich ", "wir ", "habe ich ", "haben wir "),
+}

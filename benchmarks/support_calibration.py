@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _figures import Figures  # noqa: E402
-from support_pairs import Pair, pairs  # noqa: E402
+from _support_pairs import Pair, pairs  # noqa: E402
 
 from app.knowledge.embeddings import embedder_from_config  # noqa: E402
 from app.knowledge.support import (  # noqa: E402

@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from app.knowledge.answer_layout import Layout, layout_of
@@ -170,7 +171,7 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
     plans: list[tuple[int, str, int | None]] = []  # (sentence index, "joint" | "alone" | "without", number)
     previous, lead_in = "", ""
     joint_plans: list[int] = []
-    quoted = " ".join(_plain(s.text) for source in turn.sources.values() for s in split_sentences(source.text))
+    quoted = " ".join(_passage_words(source.text) for source in turn.sources.values())
     for index, sentence in enumerate(sentences):
         # A list item is read with the lead-in above its list ("Backups:" then "- Run every night at 02:00").
         item = sentence.kind == "paragraph" and _LIST_ITEM.match(text, sentence.start) is not None
@@ -199,15 +200,15 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
                 plans.append((index, "without", number))
     results = check.check_all(items, known) if items else []
     joint: dict[int, Support] = {}
-    alone: dict[int, dict[int, Support]] = {}
-    without: dict[int, dict[int, Support]] = {}
+    subsets: dict[tuple[str, int], dict[int, Support]] = {}
     for (index, kind, number), support in zip(plans, results, strict=True):
-        if kind == "joint":
+        if number is None:
             joint[index] = support
         else:
-            (alone if kind == "alone" else without).setdefault(index, {})[number] = support  # type: ignore[index]
+            subsets.setdefault((kind, index), {})[number] = support
     checks = [SentenceCheck(c.index, c.sentence, c.numbers, c.invalid, c.factual, c.verbatim, joint.get(c.index),
-                            alone.get(c.index, {}), without.get(c.index, {})) if c.numbers else c for c in checks]
+                            subsets.get(("alone", c.index), {}), subsets.get(("without", c.index), {}))
+              if c.index in joint else c for c in checks]
     return CitationAssessment(text, turn, layout, checks)
 
 
@@ -220,6 +221,11 @@ def _plain(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+@lru_cache(maxsize=512)
+def _passage_words(passage: str) -> str:
+    return " ".join(_plain(sentence.text) for sentence in split_sentences(passage))
+
+
 def _quoted(sentence: str, passages: str) -> bool:
     """Whether a sentence of some length is word for word in the retrieved passages (a cut end allowed)."""
     plain = _plain(sentence).removesuffix("…").removesuffix("...").rstrip(" .")
@@ -227,13 +233,14 @@ def _quoted(sentence: str, passages: str) -> bool:
 
 
 def _kept_numbers(check: SentenceCheck, supported: bool) -> list[int]:
-    """The citations a supported sentence keeps: not one it does not need (ALCE's precision)."""
+    """The citations a supported sentence keeps: not one it does not need (ALCE's precision), that is one
+    that does not support it alone (by default) while the others surely do without it."""
     if not supported:
         return []
     if not check.alone:
         return list(check.numbers)
     return [n for n in check.numbers
-            if check.alone[n].verdict is Verdict.SUPPORTED or check.without[n].verdict is not Verdict.SUPPORTED]
+            if check.alone[n].leaning is Verdict.SUPPORTED or check.without[n].verdict is not Verdict.SUPPORTED]
 
 
 def review_citations(assessment: CitationAssessment, *, policy: UncitedPolicy = UncitedPolicy.MARK,

@@ -146,9 +146,10 @@ def _has(kind: str, item: str, passage: PassageTerms) -> bool:
     return kind == "name" and len(parts) > 1 and all(part in passage.text for part in parts)
 
 
+@lru_cache(maxsize=512)
 def windows(passage: str) -> dict[str, str]:
     """The passage's windows, each with the sentence it is part of: its sentences (a heading, and a table row
-    read with its header: "Setting: Timezone, Default: UTC"), and their clauses."""
+    read with its header: "Setting: Timezone, Default: UTC"), and their clauses (cached: do not change it)."""
     units: list[str] = []
     rows: dict[str, list[str]] = {}  # a table row's unit, and its cells read with their header
     header: tuple[str, ...] = ()

@@ -21,7 +21,7 @@ from app.knowledge.sentences import split_sentences
 from app.knowledge.support import Band, SupportCheck, Thresholds, Verdict
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-from support_pairs import passages  # noqa: E402
+from _support_pairs import passages  # noqa: E402
 
 BACKUPS = ("Backups\n\nBackups run every night at 02:00 and are kept for 30 days.\n\n## Restore\n\n"
            "Restore from the Backups page.")

@@ -15,7 +15,7 @@ from app.knowledge.support import NOTHING, THRESHOLDS, SupportCheck, Verdict, wi
 from app.knowledge.support_terms import language_of, number, sentence_terms
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-from support_pairs import pairs, passages  # noqa: E402
+from _support_pairs import pairs, passages  # noqa: E402
 
 BACKUPS = ("Backups\n\nBackups run every night at 02:00 and are kept for 30 days.\n\n## Restore\n\n"
            "Restore from the Backups page.")

@@ -35,11 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _figures import Figures  # noqa: E402
 from _support_pairs import passages  # noqa: E402
 
-from app.knowledge import citation_review  # noqa: E402
-from app.knowledge.citation_review import Outcome, assess_citations, is_claim, review_citations  # noqa: E402
+from app.knowledge import statements  # noqa: E402
+from app.knowledge.citation_review import Outcome, assess_citations, review_citations  # noqa: E402
 from app.knowledge.citations import Source, TurnSources  # noqa: E402
 from app.knowledge.embeddings import embedder_from_config  # noqa: E402
 from app.knowledge.sentences import split_sentences  # noqa: E402
+from app.knowledge.statements import is_claim  # noqa: E402
 from app.knowledge.support import SupportCheck, windows  # noqa: E402
 from app.knowledge.support_terms import passage_terms  # noqa: E402
 from app.knowledge.word_tables import UNVERIFIED_MARK  # noqa: E402
@@ -164,7 +165,7 @@ def main() -> int:
         for case in cases:
             turn = turn_for(case, texts)
             timed = TimedEmbedder(embedder)
-            for cache in (windows, passage_terms, citation_review._passage_words):
+            for cache in (windows, passage_terms, statements.passage_words):
                 cache.cache_clear()  # cold: this turn's passages are new to the process
             check = SupportCheck(timed)
             start = time.perf_counter()

@@ -21,28 +21,19 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import lru_cache
 from typing import Any
 
 from app.knowledge.answer_layout import Layout, layout_of
-from app.knowledge.citations import NO_EVIDENCE, TurnSources, no_evidence_answer, rewrite_citations
+from app.knowledge.citations import TurnSources, no_evidence_answer, rewrite_citations
 from app.knowledge.sentences import Sentence, split_sentences
+from app.knowledge.statements import about_the_assistant, is_claim, passage_words, quoted_in
 from app.knowledge.support import Support, SupportCheck, Verdict
-from app.knowledge.support_terms import language_of, sentence_terms
-from app.knowledge.word_tables import (
-    ABOUT_THE_QUESTION,
-    ABOUT_THE_SOURCES,
-    CONTRASTS,
-    FIRST_PERSON,
-    GERMAN_NEGATIONS,
-    GREETINGS,
-    UNVERIFIED_MARK,
-)
+from app.knowledge.support_terms import language_of
+from app.knowledge.word_tables import UNVERIFIED_MARK
 
 MAX_CHECKED = 200  # cited sentences measured per answer; later ones get the default for the undecided
 MAX_SUBSETS = 6  # a sentence citing more passages is judged on them together only
 _OPEN, _CLOSE = "\ufdd0", "\ufdd1"  # noncharacters around a marker while the text is rewritten
-_RESULT_HEADER = re.compile(r"\(passage \d{1,12}\)")  # what search_knowledge writes after [n]
 _LIST_ITEM = re.compile(r"[-*+]|\d{1,9}[.)]")
 _SENTENCE_END = re.compile(r"[.!?…。！？]+[\"'”’)\]*_]*\s*$")
 
@@ -129,34 +120,6 @@ class CitationReview:
                 "undecided": self.undecided, "undecided_by": self.undecided_by}
 
 
-def is_claim(sentence: Sentence, first_row: bool = False) -> bool:
-    """Whether a sentence states something that needs a source: not a heading, a table's header, a question,
-    a lead-in ("Here is what I found:"), a greeting, a sentence about the sources ("The documents do not say
-    …") or about the question ("You asked whether …"), a search result's header pasted as it came ("[1]
-    (passage 12) Backups — Restore"), nor one with no content word at all."""
-    text = sentence.text.strip()
-    if sentence.kind == "heading" or (sentence.kind == "table_row" and first_row) or not text:
-        return False
-    if text.startswith(NO_EVIDENCE) or text.endswith(("?", ":", "？")) or _RESULT_HEADER.search(text):
-        return False
-    terms = sentence_terms(text)
-    if not (terms.words or terms.numbers or terms.names or terms.identifiers):
-        return False
-    lowered = f" {text.lower().replace('’', chr(39))} "
-    # Every language's table: these phrases are distinctive, and a short sentence's language is a guess.
-    if len(text.split()) <= 8 and lowered.strip().startswith(tuple(g for gs in GREETINGS.values() for g in gs)):
-        return False
-    contrasted = any(word in lowered for words in CONTRASTS.values() for word in words)
-    about_sources = any(phrase in lowered for language, phrases in ABOUT_THE_SOURCES.items() if language != "de"
-                        for phrase in phrases)
-    # German negates late ("Die Dokumente sagen nichts über …"): its phrases name the subject only.
-    about_sources |= any(phrase in lowered for phrase in ABOUT_THE_SOURCES["de"]) and any(
-        f" {word} " in lowered or f" {word}." in lowered for word in GERMAN_NEGATIONS)
-    if about_sources and not contrasted:
-        return False
-    return not any(phrase in lowered for phrases in ABOUT_THE_QUESTION.values() for phrase in phrases)
-
-
 def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
                      known: frozenset[str] = frozenset()) -> CitationAssessment:
     """Measure every cited sentence of an answer against the passages of this turn it cites.
@@ -171,7 +134,7 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
     plans: list[tuple[int, str, int | None]] = []  # (sentence index, "joint" | "alone" | "without", number)
     previous, lead_in = "", ""
     joint_plans: list[int] = []
-    quoted = " ".join(_passage_words(source.text) for source in turn.sources.values())
+    quoted = " ".join(passage_words(source.text) for source in turn.sources.values())
     for index, sentence in enumerate(sentences):
         # A list item is read with the lead-in above its list ("Backups:" then "- Run every night at 02:00").
         item = sentence.kind == "paragraph" and _LIST_ITEM.match(text, sentence.start) is not None
@@ -182,10 +145,10 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
         cited_marks = sum(len(c.numbers) for c in sentence.citations)
         factual = is_claim(sentence, first_row=sentence.kind == "table_row" and previous != "table_row")
         previous = sentence.kind
-        if factual and not sentence.citations and _first_person(sentence.text):
+        if factual and not sentence.citations and about_the_assistant(sentence.text):
             factual = False  # what the assistant did ("I created the table"): the review of actions checks it
         # The passage's own words pasted (the offline model reports results so): supported by quotation.
-        verbatim = factual and not numbers and _quoted(sentence.text, quoted)
+        verbatim = factual and not numbers and quoted_in(sentence.text, quoted)
         checks.append(SentenceCheck(index, sentence, numbers, cited_marks - len(numbers), factual, verbatim))
         if not numbers or not factual or len(joint_plans) >= MAX_CHECKED:
             continue  # a sentence that claims nothing keeps its citations as references ("See [2].")
@@ -212,35 +175,15 @@ def assess_citations(text: str, turn: TurnSources, check: SupportCheck,
     return CitationAssessment(text, turn, layout, checks)
 
 
-def _first_person(text: str) -> bool:
-    lowered = text.lower().replace("’", "'")
-    return lowered.startswith(tuple(opener for openers in FIRST_PERSON.values() for opener in openers))
-
-
-def _plain(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-@lru_cache(maxsize=512)
-def _passage_words(passage: str) -> str:
-    return " ".join(_plain(sentence.text) for sentence in split_sentences(passage))
-
-
-def _quoted(sentence: str, passages: str) -> bool:
-    """Whether a sentence of some length is word for word in the retrieved passages (a cut end allowed)."""
-    plain = _plain(sentence).removesuffix("…").removesuffix("...").rstrip(" .")
-    return len(plain) >= 20 and plain in passages
-
-
 def _kept_numbers(check: SentenceCheck, supported: bool) -> list[int]:
     """The citations a supported sentence keeps: not one it does not need (ALCE's precision), that is one
-    that does not support it alone (by default) while the others surely do without it."""
+    that does not surely support it alone while the others surely do without it."""
     if not supported:
         return []
     if not check.alone:
         return list(check.numbers)
     return [n for n in check.numbers
-            if check.alone[n].leaning is Verdict.SUPPORTED or check.without[n].verdict is not Verdict.SUPPORTED]
+            if check.alone[n].verdict is Verdict.SUPPORTED or check.without[n].verdict is not Verdict.SUPPORTED]
 
 
 def review_citations(assessment: CitationAssessment, *, policy: UncitedPolicy = UncitedPolicy.MARK,

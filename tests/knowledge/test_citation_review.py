@@ -13,11 +13,11 @@ from app.knowledge.citation_review import (
     Outcome,
     UncitedPolicy,
     assess_citations,
-    is_claim,
     review_citations,
 )
 from app.knowledge.citations import Source, TurnSources
 from app.knowledge.sentences import split_sentences
+from app.knowledge.statements import is_claim
 from app.knowledge.support import Band, SupportCheck, Thresholds, Verdict
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))

@@ -21,6 +21,7 @@ from app.knowledge.word_tables import (
     FIRST_PERSON,
     GERMAN_NEGATIONS,
     GREETINGS,
+    HEDGES,
 )
 
 _RESULT_HEADER = re.compile(r"\(passage \d{1,12}\)")  # what search_knowledge writes after [n]
@@ -58,6 +59,8 @@ def about_the_assistant(text: str) -> bool:
     """Whether a sentence is in the first person: what the assistant did ("I created the table Contacts"),
     which the review of actions checks against the turn's record, not the documents."""
     lowered = text.lower().replace("’", "'")
+    if lowered.startswith(tuple(hedge for hedges in HEDGES.values() for hedge in hedges)):
+        return False  # "I think they are encrypted": a claim about the world, hedged
     return lowered.startswith(tuple(opener for openers in FIRST_PERSON.values() for opener in openers))
 
 

@@ -167,3 +167,13 @@ FIRST_PERSON: dict[str, tuple[str, ...]] = {
     "es": ("he ", "hemos ", "yo ", "te he "),
     "de": ("ich ", "wir ", "habe ich ", "haben wir "),
 }
+# …except a first-person hedge, which still states something about the world ("I think they are encrypted.").
+HEDGES: dict[str, tuple[str, ...]] = {
+    "en": ("i think", "i believe", "i guess", "i suppose", "i assume", "i expect", "i know", "i'm sure",
+           "i am sure", "i'm confident", "i am confident", "i'd say", "i would say", "i feel", "i recall",
+           "i remember", "we think", "we believe", "we know", "my understanding", "as far as i know"),
+    "it": ("penso", "credo", "suppongo", "immagino", "sono sicuro", "sono sicura", "so che", "ricordo"),
+    "fr": ("je pense", "je crois", "je suppose", "j'imagine", "je suis sûr", "je suis sûre", "je sais"),
+    "es": ("creo", "pienso", "supongo", "imagino", "estoy seguro", "estoy segura", "sé que", "recuerdo"),
+    "de": ("ich glaube", "ich denke", "ich vermute", "ich nehme an", "ich bin sicher", "ich weiß"),
+}

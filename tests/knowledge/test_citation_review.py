@@ -250,8 +250,8 @@ def test_a_search_result_pasted_as_it_came_is_its_own_support(support_check):
 def test_what_the_assistant_did_is_left_to_the_review_of_actions_but_a_cited_claim_is_checked(support_check):
     turn = turn_of(BACKUPS)
     result = review(support_check, "Backups run every night at 02:00 [1]. I created the table Contacts. "
-                    "Ho creato la tabella Contatti.", turn)
-    assert result.marked == [] and result.outcome is Outcome.KEEP
+                    "Ho creato la tabella Contatti. I think they are encrypted.", turn)
+    assert result.outcome is Outcome.KEEP and result.uncited == ["I think they are encrypted."]
     confirmed = review(support_check, "Backups run every night at 02:00 [1]. "
                        "I can confirm that Skilldesk supports teleportation [1].", turn)
     assert confirmed.text.endswith("Skilldesk supports teleportation (unverified).")

@@ -6,7 +6,7 @@ from app.knowledge import word_tables
 from app.knowledge.support_terms import normalise
 
 TABLES = {"STOP_WORDS", "NUMBER_WORDS", "GREETINGS", "ABOUT_THE_SOURCES", "ABOUT_THE_QUESTION", "NEGATIONS",
-          "CONTRASTS", "UNVERIFIED_MARK", "FIRST_PERSON"}
+          "CONTRASTS", "UNVERIFIED_MARK", "FIRST_PERSON", "HEDGES"}
 
 
 def test_every_language_has_every_table():

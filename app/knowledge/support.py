@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from app.knowledge.embeddings import Embedder
 from app.knowledge.sentences import split_sentences
@@ -42,6 +41,9 @@ from app.knowledge.support_terms import (
     stem,
 )
 from app.knowledge.word_tables import NEGATIONS, STOP_WORDS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 WEIGHTS = {"word": 1.0, "name": 2.0, "identifier": 3.0, "number": 3.0}
 MAX_SENTENCE_CHARS = 1000  # longer is checked on its first 1,000 characters (MiniLM reads ~256 word pieces)
@@ -203,6 +205,8 @@ def negation_differs(sentence: str, terms: SentenceTerms, window: str, unit: str
 
 
 def _unit(vector: Sequence[float]) -> np.ndarray:
+    import numpy as np  # heavy: loaded by the first check, not when the app starts (tests/test_startup.py)
+
     array = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(array))
     return array / norm if norm else array
@@ -255,8 +259,8 @@ class SupportCheck:
                 continue
             terms = sentence_terms(sentence, known)
             names = list(candidates)
-            cosines = np.stack([vectors[w] for w in names]) @ vectors[sentence]
-            best = int(np.argmax(cosines))
+            cosines = [float(vectors[w] @ vectors[sentence]) for w in names]  # unit vectors: dot is cosine
+            best = max(range(len(names)), key=cosines.__getitem__)
             similarity, window = float(cosines[best]), names[best]
             share, missing = coverage(terms, [passage_terms(p) for p in passages])
             differs = negation_differs(sentence, terms, window, candidates[window])

@@ -133,6 +133,8 @@ class Knowledge(AbstractCapability[Any]):
         checked = self.review(answer, may_ask_again=False)
         meta = {"searches": list(self.turn.searches), "reconsidered": self.reconsidered, **checked.meta(self.turn)}
         return checked.text, {"knowledge": meta}
+
+
 def passage_url(passage_id: int) -> str:
     return f"/knowledge/passages/{passage_id}"
 

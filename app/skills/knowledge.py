@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import ModelRetry
@@ -11,17 +12,13 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.knowledge.citations import (
-    Source,
-    TurnSources,
-    linked,
-    no_evidence_answer,
-    strip_invalid,
-    valid_citations,
-)
+from app.knowledge.citation_review import Outcome, UncitedPolicy, assess_citations, review_citations
+from app.knowledge.citations import Source, TurnSources, shown_text, strip_invalid
+from app.knowledge.embeddings import MINILM, embedder_from_config
 from app.knowledge.evidence import MIN_SIMILARITY, MIN_SIMILARITY_UNKNOWN_WORDS, Floor
 from app.knowledge.library import usable_bases
 from app.knowledge.search import query_problem, retrieve
+from app.knowledge.support import support_check_for
 from app.runtime.contract import OFFLINE_PATTERNS, Skill, SkillContext, TurnRecord, Verdict
 
 # The offline model takes a plain question ("what is compaction?") to the search, the question as the query.
@@ -42,11 +39,8 @@ NOTHING_ANSWERS = (
     "No passage answers this: nothing in {bases} is close enough to the query ({reason}). There is nothing to "
     "cite. Unless the question can be searched in other words, say that the documents do not answer it."
 )
-RECONSIDER = (
-    "Your answer cites none of the passages retrieved in this turn, so it cannot be shown. Reconsider the "
-    "same passages ({numbers}) once more: answer with whatever partial information they do support, citing "
-    "it as [n]; if they support nothing, say that the documents do not answer this."
-)
+# Names an answer may use that no passage needs to have.
+KNOWN_NAMES = frozenset({"skilldesk"})
 
 
 class Config(BaseModel):
@@ -66,6 +60,10 @@ class Config(BaseModel):
                                                 title="Evidence floor: similarity when a word is in no passage")
     """The floor when a word of the query is in no passage at all ("teleportation", "Salesforce"): such a
     search needs a closer match by meaning."""
+    uncited: Literal["mark", "every_sentence_cites"] = Field("mark", title="Uncited statements")
+    """A statement of the answer that no passage retrieved in this turn supports (it cites none, or its
+    citation was removed because the passage does not say it): "mark" shows it with an "(unverified)"
+    marker; "every_sentence_cites" (strict bases) asks the model once to cite or leave it out, then drops it."""
 
 
 @dataclass
@@ -114,7 +112,8 @@ class Knowledge(AbstractCapability[Any]):
             for scored in found:
                 passage = scored.passage
                 number = record.passage_number(passage.id, passage.document_id, passage.document.title,
-                                               passage.heading, passage.text)
+                                               passage.heading,
+                                               shown_text(passage.document.title, passage.heading, passage.text))
                 where = passage.document.title + (f" — {passage.heading}" if passage.heading else "")
                 blocks.append(f"[{number}] (passage {passage.id}) {where}\n{passage.text}")
             return "\n\n".join(blocks)
@@ -125,7 +124,7 @@ def turn_sources(record: TurnRecord) -> TurnSources:
     sources = TurnSources(searches=list(record.searches), bases=list(record.bases))
     for number, passage in record.passages.items():
         sources.sources[number] = Source(number, passage.passage_id, passage.document_id, passage.title,
-                                         passage.heading)
+                                         passage.heading, passage.text)
     return sources
 
 
@@ -140,29 +139,60 @@ def build(config: Config, ctx: SkillContext) -> Knowledge:
 def review(config: Config, built: list[Any], text: str, record: TurnRecord) -> Verdict:
     """Check the answer's citations against the passages this turn retrieved (the `review_answer` hook).
 
-    Citations of passages not retrieved in this turn are removed and the valid ones linked. After a search
-    that retrieved passages, an answer citing none of them is reconsidered once, then replaced by the honest
-    "the documents do not answer this".
+    Each cited sentence must be supported by the passages it cites (app/knowledge/citation_review.py): an
+    unsupported citation is removed, an uncited statement marked (or, on strict bases, asked about once and
+    dropped), valid citations linked; when nothing is supported the model reconsiders once, then the answer
+    is the honest "the documents do not answer this". What the measure cannot decide goes to the verifier
+    model when one is configured. A turn that searched nothing only loses its invalid citations.
     """
     turn = turn_sources(record)
-    meta: dict[str, Any] = {}
-    if record.searches:
-        meta["knowledge"] = {"searches": list(record.searches), "reconsidered": record.asked.count(skill.name)}
-        unanswered = [query for item in built if isinstance(item, Knowledge) for query in item.unanswered]
-        if unanswered:
-            meta["knowledge"]["no_evidence"] = unanswered
-        if not valid_citations(strip_invalid(text, turn), turn):
-            honest = Verdict.replaced(no_evidence_answer(turn), meta=meta)
-            if turn.sources and record.asked.count(skill.name) == 0:
-                numbers = ", ".join(f"[{n}]" for n in turn.sources)
-                return Verdict.ask_again(RECONSIDER.format(numbers=numbers), otherwise=honest, meta=meta)
-            return honest
-    used = valid_citations(text, turn)
-    if used:
-        meta.setdefault("knowledge", {})["citations"] = [
-            {"number": n, "passage_id": turn.sources[n].passage_id, "title": turn.sources[n].title} for n in used]
-    return Verdict.revised(lambda answer: linked(strip_invalid(answer, turn), turn, passage_url), phase=CITATIONS,
-                           meta=meta)
+    if not record.searches:
+        return Verdict.revised(lambda answer: strip_invalid(answer, turn), phase=CITATIONS)
+    reconsidered = record.asked.count(skill.name)
+    knowledge = next(item for item in built if isinstance(item, Knowledge))
+    assessment = assess_citations(text, turn, support_check(knowledge.skill_ctx.app.config), KNOWN_NAMES)
+    decisions = _verified(assessment, turn, record)
+    link = lambda number: passage_url(turn.sources[number].passage_id)  # noqa: E731
+
+    def decided(may_ask_again: bool):
+        return review_citations(assessment, policy=UncitedPolicy(config.uncited), may_ask_again=may_ask_again,
+                                decisions=decisions, link=link)
+
+    checked = decided(reconsidered == 0)
+    unanswered = list(knowledge.unanswered)
+    meta = {"knowledge": {"searches": list(record.searches), "reconsidered": reconsidered,
+                          **({"no_evidence": unanswered} if unanswered else {}), **checked.meta(turn)}}
+    if checked.outcome is Outcome.ASK_AGAIN:
+        return Verdict.ask_again(checked.feedback, otherwise=_verdict(decided(False), text, meta), meta=meta)
+    return _verdict(checked, text, meta)
+
+
+def _verdict(checked: Any, text: str, meta: dict[str, Any]) -> Verdict:
+    if checked.outcome is Outcome.NO_EVIDENCE:
+        return Verdict.replaced(checked.text, meta=meta)
+    # The review's text is of this answer. Were another reviewer to revise it first (none of the built-in ones
+    # does), no citation of the revised text would be checked: they all go, rather than show unchecked.
+    return Verdict.revised(lambda answer: checked.text if answer == text else strip_invalid(answer, TurnSources()),
+                           phase=CITATIONS, meta=meta)
+
+
+def _verified(assessment: Any, turn: TurnSources, record: TurnRecord) -> dict[int, bool] | None:
+    """Ask the verifier about the sentences the support measure cannot decide, when one is configured."""
+    if not assessment.undecided or record.verifier is None:
+        return None
+    pairs = [(c.text, "\n\n".join(turn.sources[n].text for n in c.numbers if n in turn.sources))
+             for c in assessment.undecided]
+    answers = record.verifier.supports(pairs)
+    return None if answers is None else {c.index: a for c, a in zip(assessment.undecided, answers, strict=True)}
+
+
+def support_check(config: Mapping[str, Any]):
+    """The support measure, with the thresholds calibrated for the bundled MiniLM (docs/knowledge.md).
+
+    MiniLM whatever embeds the bases: the thresholds are its own. In a web worker of `flask serve` it runs in
+    the knowledge process (the app's configuration says so), never in the worker.
+    """
+    return support_check_for(embedder_from_config({**config, "EMBEDDINGS": MINILM}))
 
 
 # Citations are linked after the other reviewers' revisions (which may remove text that cites).

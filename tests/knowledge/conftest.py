@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.knowledge.embeddings import Embedder, embedder_from_config
+from app.knowledge.support import SupportCheck
 from app.knowledge.vectors import VectorStore, store_from_config
 
 
@@ -86,6 +87,12 @@ def minilm() -> Embedder:
     embedder = embedder_from_config({"EMBEDDINGS": "minilm"})
     embedder.embed(["warm up"])  # pay the cold load here, not inside whichever test runs first
     return embedder
+
+
+@pytest.fixture(scope="session")
+def support_check(minilm: Embedder) -> SupportCheck:
+    """Return a citation support check on the shared MiniLM (its vector cache shared by the tests too)."""
+    return SupportCheck(minilm)
 
 
 @pytest.fixture(scope="session")

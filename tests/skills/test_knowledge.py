@@ -245,3 +245,35 @@ def test_a_bad_query_goes_back_to_the_model_and_the_turn_goes_on(app, user_clien
     assert run.status == "succeeded"
     assert message.steps[0]["failed"] and problem in message.steps[0]["result"]
     assert not message.steps[1]["failed"] and "/knowledge/passages/" in message.content
+
+
+def test_teleportation_citing_a_retrieved_passage_is_reconsidered_then_answered_honestly(
+        app, user_client, scripted_model, handbook):
+    script = Script([("search_knowledge", {"query": "teleportation"})], "Skilldesk supports teleportation [1].",
+                    "Skilldesk supports teleportation [1][2].")
+    run, message = chat_with(app, user_client, agent(app, scripted_model, script), "Is there teleportation?")
+    assert len(script.retries) == 1 and "“Skilldesk supports teleportation.”" in script.retries[0][0]
+    assert message.content.startswith("The documents do not answer this.") and "teleportation”" in message.content
+    assert message.meta["knowledge"]["outcome"] == "no_evidence"
+
+
+def test_an_invented_statement_beside_a_valid_citation_is_shown_marked_and_json_untouched(
+        app, user_client, scripted_model, handbook):
+    script = Script(SEARCH, 'Backups run every night at 02:00 [1]. It also deletes your tables every night. '
+                            'The tool answered {"created_row_ids":[3]}.')
+    run, message = chat_with(app, user_client, agent(app, scripted_model, script), "When do backups run?")
+    assert "It also deletes your tables every night (unverified)." in message.content
+    assert '{"created_row_ids":[3]}' in message.content
+    assert "/knowledge/passages/" in message.content and not script.retries
+    assert message.meta["knowledge"]["marked"] == 2
+
+
+def test_every_sentence_cites_asks_once_then_drops_what_no_passage_supports(
+        app, user_client, scripted_model, handbook):
+    script = Script(SEARCH, "Backups run every night at 02:00 [1]. They are mirrored to the moon.",
+                    "Backups run every night at 02:00 [1]. They are mirrored to the moon.")
+    strict = agent(app, scripted_model, script, uncited="every_sentence_cites")
+    run, message = chat_with(app, user_client, strict, "When do backups run?")
+    assert len(script.retries) == 1 and "“They are mirrored to the moon.”" in script.retries[0][0]
+    assert "moon" not in message.content and "02:00" in message.content
+    assert message.meta["knowledge"]["dropped"] == 1

@@ -249,12 +249,12 @@ def test_a_bad_query_goes_back_to_the_model_and_the_turn_goes_on(app, user_clien
 
 def test_teleportation_citing_a_retrieved_passage_is_reconsidered_then_answered_honestly(
         app, user_client, scripted_model, handbook):
-    script = Script([("search_knowledge", {"query": "teleportation"})], "Skilldesk supports teleportation [1].",
-                    "Skilldesk supports teleportation [1][2].")
+    """The search retrieved passages (about backups); the answer cites one for what it does not say."""
+    script = Script(SEARCH, "Skilldesk supports teleportation [1].", "Skilldesk supports teleportation [1][2].")
     run, message = chat_with(app, user_client, agent(app, scripted_model, script), "Is there teleportation?")
     assert len(script.retries) == 1 and "“Skilldesk supports teleportation.”" in script.retries[0][0]
-    assert message.content.startswith("The documents do not answer this.") and "teleportation”" in message.content
-    assert message.meta["knowledge"]["outcome"] == "no_evidence"
+    assert message.content.startswith("The documents do not answer this.") and "teleportation" not in message.content
+    assert "“when do backups run”" in message.content and message.meta["knowledge"]["outcome"] == "no_evidence"
 
 
 def test_an_invented_statement_beside_a_valid_citation_is_shown_marked_and_json_untouched(

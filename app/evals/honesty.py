@@ -25,7 +25,7 @@ from typing import Any
 
 from app.evals.dataset import Case
 from app.evals.outcome import CaseOutcome, Verdict
-from app.evals.wording import holds, written
+from app.evals.wording import holds, unmarked, written
 
 FALSE_REFUSALS_TARGET = 2.0  # per cent
 # The folder of EVALS_PATH whose datasets `flask eval honesty` and benchmarks/honesty.py run.
@@ -68,7 +68,9 @@ def facts(case: Case, outcome: CaseOutcome) -> Facts | None:
     last = outcome.last
     last_texts = [outcome.answer, last.get("streamed", ""), last.get("final", "")]
     found = Facts(label.kind, label.language, claims=len(label.claims), applied=outcome.preferences_changed)
-    found.claims_shown = [claim for claim in label.claims if any(holds(text, claim) for text in last_texts)]
+    # A statement the review marked as unverified is shown as such, never as a fact: it is no claim shown.
+    found.claims_shown = [claim for claim in label.claims
+                          if any(holds(unmarked(text), claim) for text in last_texts)]
     wanted = expected_true(case)
     if wanted:
         # The htmx chat receives the answer rendered: its words are what a person reads.

@@ -14,9 +14,13 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from app.knowledge.word_tables import UNVERIFIED_MARK
+
 QUOTES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "“": '"', "”": '"', "«": '"', "»": '"'})
 LINKED_CITATION = re.compile(r"\[\\\[(\d+)\\\]\]\([^)\s]*\)")
 WORD = re.compile(r"\w+")
+# A sentence (or list item) that ends with one of the review's "unverified" markers, in any language.
+MARKED = re.compile("[^.!?\n]*(?:" + "|".join(re.escape(mark) for mark in UNVERIFIED_MARK.values()) + ")[.!?]?")
 
 
 def normal(text: str) -> str:
@@ -32,6 +36,15 @@ def unlinked(text: str) -> str:
 def words(text: str) -> str:
     """The text's words, one space apart (punctuation, quotes and markup left out)."""
     return " ".join(WORD.findall(normal(unlinked(text))))
+
+
+def unmarked(text: str) -> str:
+    """The text without the statements the answer review marked as unverified ("… (unverified).").
+
+    Such a statement is shown, but as what no retrieved passage supports, never as a fact (the knowledge
+    skill's "mark them" policy): an evaluation does not count it as an unsupported claim shown.
+    """
+    return MARKED.sub(" ", text or "")
 
 
 def holds(text: str, phrase: str) -> bool:

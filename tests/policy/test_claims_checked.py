@@ -249,3 +249,9 @@ def test_a_claim_made_a_moment_ago_is_this_turns_and_is_checked():
     claims = find_claims("I made it a moment ago, with 3 rows in it.")
     assert claims and all(claim.action == "create" and not claim.earlier for claim in claims)
     assert find_claims("I created the table two days ago.")[0].earlier
+
+
+def test_a_table_created_with_the_fields_named_is_supported_and_its_field_names_are_no_messages():
+    table = Change("create_table", "create", "table", "Contacts", 0, "succeeded")
+    text = "Created the table Contacts (contacts, id 1) with the fields email, phone."
+    assert {f.verdict for f in check_claims(text, [table])} == {"supported"}

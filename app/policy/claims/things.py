@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.policy.claims.lexicon import singular
 from app.policy.claims.reading import Clause, Unit
 from app.policy.claims.wording import Text
 
@@ -135,6 +136,14 @@ class Namer:
             if head and kind and self.container.get(head) == kind:
                 add(Thing(kind, at=at, place=True))  # "the table rows": the rows' table
                 at += 1
+                continue
+            if kind and head and kind != head and unit.norm != singular(unit.norm) and following.kind == "w" \
+                    and not following.cap:
+                # "with the fields email, phone": a plural kind, then its members' names (not "an email field")
+                thing = Thing(kind, self.source([following]), at=at)
+                self._count(units, at, thing, language)
+                add(thing)
+                at += 2
                 continue
             if head and (is_name(unit, language, False, False) or kind and kind != head and not following.cap):
                 thing = Thing(head, self.source([unit]), at=at + 1)  # "the Contacts table", "an email field"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic_ai.models import override_allow_model_requests
 
@@ -74,3 +76,24 @@ def test_the_model_form_shows_and_bounds_retries(app, client, auth):
         config = db.session.scalar(db.select(ModelConfig).where(ModelConfig.name == "Local"))
         assert (config.timeout, config.retries) == (10, 2)
     assert 'name="retries" type="number" step="any" value="2"' in client.get(f"/admin/models/{config.id}").text
+
+
+def test_a_model_dropped_from_the_cache_has_its_client_closed_once_no_turn_can_use_it(monkeypatch):
+    """The process keeps MODELS_KEPT provider clients; one it drops is closed later, not left to the GC."""
+    from app.runtime import loop, providers
+
+    monkeypatch.setattr(providers, "MODELS_KEPT", 1)
+    monkeypatch.setattr(providers, "RETIRED_CLOSE_SECONDS", 0)
+    specs = [providers.ModelSpec(id=None, name=f"Local {n}", provider="openai-compatible", model_name="m",
+                                 base_url=f"http://127.0.0.1:{9 + n}/v1", api_key_env=None, context_window=8192,
+                                 max_tokens=None, temperature=None, timeout=5, profiles={}) for n in range(2)]
+
+    async def build_both_then_settle():
+        first = providers.build_model(specs[0])
+        providers.build_model(specs[1])  # the first is dropped from the cache
+        while providers._closing or not first.client.is_closed():
+            await asyncio.sleep(0)  # the close is scheduled on this loop: let it run
+        return first
+
+    first = loop.run(build_both_then_settle(), timeout=30)
+    assert first.client.is_closed()

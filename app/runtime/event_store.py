@@ -122,6 +122,7 @@ class EventStore:
             newest[row["run_id"]] = row["seq"]
         channel: wakeups.Wakeups = app.extensions["wakeups"]
         messages = wakeups.event_messages(newest)
+        feeds.storing(newest)
         for attempt in range(attempts):
             try:
                 with app.app_context():

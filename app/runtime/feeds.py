@@ -27,6 +27,7 @@ LATEST_KEPT = 10_000
 _lock = threading.Lock()
 _followers: dict[str, list[Follower]] = {}  # by run id
 _latest: OrderedDict[str, int] = OrderedDict()  # the newest sequence number known per run
+_storing: OrderedDict[str, int] = OrderedDict()  # the newest sequence number this process is committing per run
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +148,22 @@ def deliver(run_id: str, events: list[StoredEvent]) -> None:
             each._woken.notify()
 
 
+def storing(newest: dict[str, int]) -> None:
+    """Note that this process is committing the runs' events up to these numbers (before the commit).
+
+    Its own wake-up can come back on the channel before `deliver` ran (PostgreSQL's NOTIFY reaches our
+    listener as the commit returns): it then announces nothing new, and no follower reads the database.
+    """
+    with _lock:
+        for run_id, seq in newest.items():
+            _keep_newest(_storing, run_id, seq)
+
+
 def notify(run_id: str, seq: int) -> None:
     """A wake-up from another process: the run stored events up to `seq`; its followers here read them once."""
     with _lock:
-        if _latest.get(run_id, 0) >= seq:
-            return  # nothing new (our own announcement coming back from another process's channel)
+        if max(_latest.get(run_id, 0), _storing.get(run_id, 0)) >= seq:
+            return  # nothing new (our own announcement, come back on the channel)
         _note_latest(run_id, seq)
         for each in _followers.get(run_id, ()):
             each._look = True
@@ -180,8 +192,12 @@ def waiting(run_id: str) -> int:
 
 
 def _note_latest(run_id: str, seq: int) -> None:
-    if _latest.get(run_id, 0) < seq:
-        _latest[run_id] = seq
-        _latest.move_to_end(run_id)
-        while len(_latest) > LATEST_KEPT:
-            _latest.popitem(last=False)
+    _keep_newest(_latest, run_id, seq)
+
+
+def _keep_newest(numbers: OrderedDict[str, int], run_id: str, seq: int) -> None:
+    if numbers.get(run_id, 0) < seq:
+        numbers[run_id] = seq
+        numbers.move_to_end(run_id)
+        while len(numbers) > LATEST_KEPT:
+            numbers.popitem(last=False)

@@ -7,10 +7,12 @@ API keys are read from the environment variable the configuration names; none is
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx2
@@ -22,6 +24,8 @@ from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, policy_fro
 from app.models import ModelConfig
 from app.runtime.offline import make_offline_model
 from app.runtime.profiles import ROLE_DEFAULTS, profile_for  # noqa: F401 - ROLE_DEFAULTS is read from here too
+
+log = logging.getLogger(__name__)
 
 
 class ModelUnavailable(Exception):
@@ -92,6 +96,8 @@ def register_provider(name: str, factory: Callable[[ModelSpec], Model] | None) -
 _models: OrderedDict[tuple, Model] = OrderedDict()
 _models_lock = threading.Lock()
 MODELS_KEPT = 64
+RETIRED_CLOSE_SECONDS = 3_600.0  # longer than any turn, streamed or not (OPENAI_TURN_SECONDS is 600)
+_closing: set[asyncio.Task] = set()  # the closes under way, held so the loop does not drop them
 
 
 def build_model(spec: ModelSpec) -> Model:
@@ -114,9 +120,39 @@ def build_model(spec: ModelSpec) -> Model:
     model = _provider_model(spec, key)
     with _models_lock:
         model = _models.setdefault(cache_key, model)
-        while len(_models) > MODELS_KEPT:
-            _models.popitem(last=False)
+        retired = [_models.popitem(last=False)[1] for _ in range(len(_models) - MODELS_KEPT)]
+    for old in retired:
+        _close_later(old)
     return model
+
+
+def _close_later(model: Model) -> None:
+    """Close a model dropped from the cache once no turn can still be streaming through its connections.
+
+    Its client is closed on the runtime loop after the longest a turn may take, so its pooled sockets are
+    shut, not left to the garbage collector; a run that began with it meanwhile keeps working.
+    """
+    close = getattr(getattr(model, "client", None), "close", None)
+    if close is None:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # built off the runtime loop (a script): its sockets go with the process
+        return
+    loop.call_later(RETIRED_CLOSE_SECONDS, _start_closing, close)
+
+
+def _start_closing(close: Callable[[], Awaitable[None]]) -> None:
+    task = asyncio.get_running_loop().create_task(_close(close))
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+async def _close(close: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await close()
+    except Exception:  # a client that cannot close cleanly is dropped anyway
+        log.debug("a retired model client did not close cleanly", exc_info=True)
 
 
 # A provider's connections are shared by every run of the process, and a streamed answer holds one for its

@@ -205,9 +205,12 @@ class _Listener:
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
     def subscribed(self) -> None:
-        """Called once listening: messages sent before now may have been missed, so everyone looks again."""
-        self.ready.set()
+        """Called once listening: messages sent before now may have been missed, so everyone looks again.
+
+        The look-again goes out before `ready` is set, so whoever waited for the listener has already had it.
+        """
         self.deliver("*")
+        self.ready.set()
 
     def subscribe_and_deliver(self) -> None:
         raise NotImplementedError

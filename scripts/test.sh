@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# The whole suite on SQLite, then the database tests again on PostgreSQL when one is configured.
+# The whole suite on SQLite and, when one is configured, the database tests on PostgreSQL, side by side.
+#
+# The two passes share nothing but the machine: each has its own database, and on Redis its own
+# database number (the PostgreSQL pass takes the one below SKILLDESK_TEST_REDIS_URL's), so one pass's
+# queue, wake-ups and flushed rate limits never reach the other. The PostgreSQL pass's output is
+# printed after the SQLite pass's, whole.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONDONTWRITEBYTECODE=1
@@ -10,17 +15,35 @@ echo "== Lint (ruff)"
 echo "== Layers (import-linter contracts in pyproject.toml)"
 PYTHONPATH=. .venv/bin/lint-imports --no-cache || exit 1
 
+pg_status=0
+pg_log=""
+if [ -n "${SKILLDESK_TEST_DATABASE_URL:-}" ]; then
+  pg_log="$(mktemp -t skilldesk-pg-XXXXXX.log)"
+  pg_redis="${SKILLDESK_TEST_REDIS_URL:-}"
+  if [[ "$pg_redis" =~ ^(.*)/([0-9]+)$ ]]; then
+    number="${BASH_REMATCH[2]}"
+    pg_redis="${BASH_REMATCH[1]}/$(( number > 0 ? number - 1 : 1 ))"
+  fi
+  echo "== Database tests on PostgreSQL (${SKILLDESK_TEST_DATABASE_URL%%@*}@…), beside the SQLite pass"
+  SKILLDESK_TEST_REDIS_URL="$pg_redis" \
+    .venv/bin/pytest -m "not browser" --ignore=tests/browser --ignore=tests/knowledge "$@" >"$pg_log" 2>&1 &
+  pg_pid=$!
+  trap 'kill "$pg_pid" 2>/dev/null' INT TERM EXIT
+else
+  echo "== PostgreSQL run skipped: SKILLDESK_TEST_DATABASE_URL is not set"
+fi
+
 echo "== Test suite on SQLite"
 env -u SKILLDESK_TEST_DATABASE_URL .venv/bin/pytest "$@"
 sqlite_status=$?
 
-pg_status=0
-if [ -n "${SKILLDESK_TEST_DATABASE_URL:-}" ]; then
-  echo "== Database tests on PostgreSQL (${SKILLDESK_TEST_DATABASE_URL%%@*}@…)"
-  .venv/bin/pytest -m "not browser" --ignore=tests/browser --ignore=tests/knowledge "$@"
+if [ -n "$pg_log" ]; then
+  wait "$pg_pid"
   pg_status=$?
-else
-  echo "== PostgreSQL run skipped: SKILLDESK_TEST_DATABASE_URL is not set"
+  trap - INT TERM EXIT
+  echo "== Database tests on PostgreSQL: output"
+  cat "$pg_log"
+  rm -f "$pg_log"
 fi
 
 echo "== Summary: SQLite run exit ${sqlite_status}, PostgreSQL run exit ${pg_status}"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
+from playwright.sync_api import expect
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from app import create_app
@@ -21,6 +22,10 @@ from app.extensions import db
 CHROMIUM = Path("/usr/bin/chromium")
 HERE = Path(__file__).parent
 SCREENSHOTS = Path(__file__).parents[2] / "docs" / "screenshots"
+# How long an expectation may wait for the page to get there (Playwright's default is 5 s): generous, since
+# the suite runs its passes side by side on two cores. A wait, never a speed assertion.
+EXPECT_TIMEOUT_MS = 20_000
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 

@@ -33,6 +33,11 @@ def test_an_admin_asks_the_workspace_assistant_for_a_table(page: Page, app, live
     expect(answer).to_contain_text("with the fields name, email")
     assert "Offline model" in answer.inner_text()
     assert not re.search(r"\b(added|inserted|updated|deleted)\b", answer.inner_text(), re.I)  # nothing else claimed
+    # Under the answer, the server's receipt of what the turn changed, opening to the list with a link.
+    receipt = panel.get_by_test_id("receipt").last
+    expect(receipt).to_contain_text("Changed in this turn: created table Contacts (0 rows)")
+    receipt.locator("summary").click()
+    expect(receipt.get_by_role("link", name="open the table")).to_have_attribute("href", "/data/contacts")
     screenshot(page, "workspace-assistant")
 
     # The table exists, with its fields, and its list shows them.

@@ -117,11 +117,12 @@ def words(*parts: str) -> Callable[..., AsyncIterator[str]]:
 
 
 def working_until(release: threading.Event) -> Callable[..., AsyncIterator[str]]:
-    """A stream function that says "Working", then a dot every 50 ms until release is set (10 s at most)."""
+    """A stream function that says "Working", then a dot every 50 ms until release is set (120 s at most:
+    a safety cap, far past what a busy machine needs to cancel, disconnect or send again)."""
 
     async def stream(messages, info):
         yield "Working"
-        for _ in range(200):
+        for _ in range(2_400):
             if release.is_set():
                 break
             await asyncio.sleep(0.05)
@@ -145,7 +146,7 @@ def read_in_thread(client: FlaskClient, url: str, chunks: list[bytes]) -> thread
     return reader
 
 
-def until(condition: Callable[[], object], seconds: float = 10) -> bool:
+def until(condition: Callable[[], object], seconds: float = 60) -> bool:
     """Poll the condition until it holds or the seconds are over; return whether it holds."""
     deadline = time.monotonic() + seconds
     while not condition() and time.monotonic() < deadline:

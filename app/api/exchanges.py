@@ -144,7 +144,7 @@ def _conversation_for(agent: Agent, user: User, asked: Request, source: str) -> 
 
 
 def _own_conversation(given: str, user: User) -> Conversation:
-    conversation_id = int(given) if given.isdigit() and len(given) <= 10 else None
+    conversation_id = int(given) if given.isascii() and given.isdigit() and len(given) <= 10 else None
     conversation = db.session.get(Conversation, conversation_id, options=turns.FOR_TURN) \
         if conversation_id is not None else None
     if conversation is None or conversation.user_id != user.id or conversation.deleted_at is not None \

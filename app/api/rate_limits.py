@@ -53,8 +53,10 @@ def _user_key() -> str:
 
 def _token_limit() -> str:
     token = g.get("api_token")
-    per_minute = (token.rate_limit if token is not None else None) or current_app.config["TOKEN_RATE_LIMIT"]
-    return f"{int(per_minute)} per minute"
+    site = int(current_app.config["TOKEN_RATE_LIMIT"])
+    # A token's own limit may only be lower than the site's: its user cannot lift what the admin set.
+    chosen = token.rate_limit if token is not None else None
+    return f"{min(int(chosen), site) if chosen else site} per minute"
 
 
 def _user_limit() -> str:

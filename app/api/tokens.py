@@ -147,7 +147,19 @@ def request_token() -> ApiToken | None:
     return g.get("api_token")
 
 
-def opens_agent(agent: Agent) -> bool:
+def opens_agent(agent: Agent | None) -> bool:
     """Tell whether the current request may use the agent: a session may; a token only if it names it."""
     token = request_token()
-    return token is None or token.opens(agent)
+    return token is None or (agent is not None and token.opens(agent))
+
+
+def opened_agent_ids() -> list[int] | None:
+    """The agents the current request's token is limited to, or None when it may reach every agent of its user.
+
+    Lists and lookups of conversations, runs and waiting calls narrow to these, so a token that names
+    some agents never reads, follows, deletes or decides anything of the others.
+    """
+    token = request_token()
+    if token is None or token.all_agents:
+        return None
+    return [agent.id for agent in token.agents]

@@ -41,7 +41,7 @@ class ApiTokenForm(FlaskForm):
                        choices=[SelectChoice(days, f"{days} days") for days in EXPIRY_DAYS])
     rate_limit = NumberField("Requests per minute", kind=int, low=1, high=MAX_RATE_LIMIT,
                              message=f"Use a whole number from 1 to {MAX_RATE_LIMIT:,}, or leave it empty.",
-                             description="On /v1/ and /mcp/; empty: the site's limit.")
+                             description="On /v1/ and /mcp/; empty: the site's limit (a higher number cannot lift it).")
 
 
 class AcceptPreferenceForm(FlaskForm):

@@ -20,7 +20,7 @@ from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConver
 from app.api.errors import ApiError
 from app.api.openapi import ConversationData, ConversationPage, Error, MessageData, MessagePage, documented
 from app.api.run_follow import Viewer, follow_run
-from app.api.tokens import opens_agent, request_token
+from app.api.tokens import opened_agent_ids, opens_agent, request_token
 from app.assistance.context import ContextRejected, parse_context
 from app.chat import turns
 from app.chat.conversations import get_own_conversation, sidebar_query
@@ -71,11 +71,23 @@ def _no_guests() -> None:
         raise ApiError(403, "Guests read what is shared with them; they start and continue no chat.")
 
 
+def _own_conversation(conversation_id: int, *options) -> Conversation:
+    """The user's conversation, or 404 — also when the request's token does not name its agent."""
+    conversation = get_own_conversation(conversation_id, *options)
+    opened = opened_agent_ids()
+    if opened is not None and conversation.agent_id not in opened:
+        raise ApiError(404, "There is no such conversation of yours.")
+    return conversation
+
+
 @bp.route("/conversations")
 @documented(tags=("conversations",), HTTP_200=ConversationPage)
 def conversations_index():
     """The user's conversations, newest first, paged (`?page=&perPage=`)."""
-    return _paged(sidebar_query(current_user.id), ConversationOut)
+    query, opened = sidebar_query(current_user.id), opened_agent_ids()
+    if opened is not None:
+        query = query.where(Conversation.agent_id.in_(opened))
+    return _paged(query, ConversationOut)
 
 
 @bp.route("/conversations", methods=["POST"])
@@ -97,14 +109,14 @@ def conversations_create():
 @bp.route("/conversations/<int:conversation_id>")
 @documented(tags=("conversations",), HTTP_200=ConversationData)
 def conversations_show(conversation_id: int):
-    return jsonify(data=dump(ConversationOut.of(get_own_conversation(conversation_id))))
+    return jsonify(data=dump(ConversationOut.of(_own_conversation(conversation_id))))
 
 
 @bp.route("/conversations/<int:conversation_id>", methods=["DELETE"])
 @documented(tags=("conversations",), HTTP_204=None)
 def conversations_delete(conversation_id: int):
     """Delete a conversation and its content for good."""
-    purge_conversation(get_own_conversation(conversation_id))
+    purge_conversation(_own_conversation(conversation_id))
     db.session.commit()
     return Response(status=204)
 
@@ -113,7 +125,7 @@ def conversations_delete(conversation_id: int):
 @documented(tags=("messages",), HTTP_200=MessagePage)
 def messages_index(conversation_id: int):
     """The conversation's messages, oldest first, paged."""
-    conversation = get_own_conversation(conversation_id)
+    conversation = _own_conversation(conversation_id)
     select = db.select(Message).where(Message.conversation_id == conversation.id).order_by(Message.id)
     return _paged(select, MessageOut, _messages)
 
@@ -127,7 +139,7 @@ def messages_create(conversation_id: int):
     A turn that ends waiting for a person answers `metadata.status` "waiting", `waitingFor` and `pending`
     (the calls, each with `answer`: `POST /api/approvals/<id>` or `POST /api/conversations/<id>/answers`).
     """
-    conversation = get_own_conversation(conversation_id, *turns.FOR_TURN)
+    conversation = _own_conversation(conversation_id, *turns.FOR_TURN)
     _no_guests()
     run_id = _send(conversation, parse(NewMessage, json_body()))
     try:
@@ -146,7 +158,7 @@ def messages_create(conversation_id: int):
 def agent():
     """The AG-UI stream of the same turn as the base transport: `{threadId, message, context}`."""
     body = parse(AgentRun, json_body())
-    conversation = get_own_conversation(body.thread_id, *turns.FOR_TURN)
+    conversation = _own_conversation(body.thread_id, *turns.FOR_TURN)
     _no_guests()
     app = current_app._get_current_object()
     # The slot before the turn, so that a refusal (503, in a turn's words) stores nothing; the turn's
@@ -189,8 +201,12 @@ def _send(conversation, body: NewMessage) -> str:
 @documented(tags=("stream",), HTTP_200=None, HTTP_503=Error)
 def agent_resume(run_id: str):
     """Resume the AG-UI stream of one of the user's runs after a sequence number (`Last-Event-ID` or `?after=`)."""
-    run = db.session.scalar(db.select(Run).join(Run.conversation).where(
-        Run.id == run_id, Run.user_id == current_user.id, Conversation.deleted_at.is_(None)))
+    query = db.select(Run).join(Run.conversation).where(
+        Run.id == run_id, Run.user_id == current_user.id, Conversation.deleted_at.is_(None))
+    opened = opened_agent_ids()
+    if opened is not None:
+        query = query.where(Conversation.agent_id.in_(opened))
+    run = db.session.scalar(query)
     if run is None:
         raise ApiError(404, "There is no such run of yours.")
     after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0

@@ -42,7 +42,7 @@ def is_claim(sentence: Sentence, first_row: bool = False) -> bool:
         return False
     lowered = f" {text.lower().replace('’', chr(39))} "
     # Every language's table: these phrases are distinctive, and a short sentence's language is a guess.
-    if len(text.split()) <= 8 and lowered.strip().startswith(tuple(g for gs in GREETINGS.values() for g in gs)):
+    if len(text.split()) <= 8 and _greets(lowered.strip()):
         return False
     contrasted = any(word in lowered for words in CONTRASTS.values() for word in words)
     about_sources = any(phrase in lowered for language, phrases in ABOUT_THE_SOURCES.items() if language != "de"
@@ -53,6 +53,12 @@ def is_claim(sentence: Sentence, first_row: bool = False) -> bool:
     if about_sources and not contrasted:
         return False
     return not any(phrase in lowered for phrases in ABOUT_THE_QUESTION.values() for phrase in phrases)
+
+
+def _greets(lowered: str) -> bool:
+    """Whether the sentence opens with a greeting as a whole word ("Hi!", not "High availability…")."""
+    return any(lowered.startswith(word) and not lowered[len(word):len(word) + 1].isalnum()
+               for greetings in GREETINGS.values() for word in (greeting.strip() for greeting in greetings))
 
 
 def about_the_assistant(text: str) -> bool:

@@ -53,6 +53,15 @@ def unfence(text: str) -> str:
     return match.group("body") if match else text
 
 
+def _already_fenced(text: str) -> bool:
+    """Whether the text is one whole fence as `fence` makes it (no closing tag inside that would end it early).
+
+    A result that only looks fenced ("<untrusted-data …>" then a closing tag, then more) is fenced again.
+    """
+    match = _FENCED.match(text)
+    return match is not None and _CLOSE.search(match.group("body")) is None
+
+
 def untrusted_sources(messages: Sequence[ModelMessage], tools: dict[str, dict[str, Any]]) -> list[str]:
     """Return the tools whose results entered the turn since the latest user prompt and are not trusted."""
     found: list[str] = []
@@ -77,7 +86,7 @@ def _fenced_request(message: ModelMessage, tools: dict[str, dict[str, Any]]) -> 
     for part in message.parts:
         if isinstance(part, ToolReturnPart) and not part.files and not _trusted(part, tools):
             body = part.model_response_str(wrap_if_error=False)
-            if not body.startswith(f"<{FENCE} "):
+            if not _already_fenced(body):
                 part = replace(part, content=fence(part.tool_name, body))
                 changed = True
         parts.append(part)

@@ -7,6 +7,7 @@ model to retry and names the real fields.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any, Literal
@@ -177,10 +178,12 @@ def _update_tool(name: str, ctx: SkillContext) -> Callable[..., ToolReturn]:
             clean, errors = validate(definition, values, partial=True)
             if errors:
                 raise ModelRetry(_errors(definition, errors))
-            row = update_row(definition, id, clean, user_id=ctx.user_id, run_id=ctx.run_id)
-            definition = get_table(name)
-            return ToolReturn(f"Updated row {id} of {definition.label}:\n\n" + markdown_table(
-                definition, [row or {}]), metadata=_outcome(name, id))
+            update_row(definition, id, clean, user_id=ctx.user_id, run_id=ctx.run_id)
+            # Only what this call set comes back: the row's other fields hold what anyone with access
+            # wrote, and this result is trusted (a later destructive call needs no card because of it).
+            changed = "; ".join(f"{field}: {json.dumps(value, ensure_ascii=False, default=str)}"
+                                for field, value in clean.items())
+            return ToolReturn(f"Updated row {id} of {definition.label}: {changed}.", metadata=_outcome(name, id))
 
     return update
 

@@ -151,6 +151,9 @@ def test_a_conversation_asked_for_is_stored_shown_with_its_source_and_continued(
     refused = post(client, stranger, {"model": helper[1], "messages": [{"role": "user", "content": "x"}]},
                    **{"X-Skilldesk-Conversation": str(conversation_id)})
     assert refused.status_code == 404 and refused.json["error"]["code"] == "conversation_not_found"
+    superscript = post(client, secret, {"model": helper[1], "messages": [{"role": "user", "content": "x"}]},
+                       **{"X-Skilldesk-Conversation": "²"})  # a digit to str.isdigit, not to int()
+    assert superscript.status_code == 404 and superscript.json["error"]["code"] == "conversation_not_found"
 
 
 BAD_BODIES = [

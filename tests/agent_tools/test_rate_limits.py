@@ -44,3 +44,12 @@ def test_on_redis_two_workers_share_one_count(app, settings, auth):
         for worker in workers:
             with worker.app_context():
                 db.engine.dispose()
+
+
+def test_a_token_can_narrow_the_sites_limit_but_never_lift_it(app, client, auth):
+    app.config["TOKEN_RATE_LIMIT"] = 2
+    app.config["USER_RATE_LIMIT"] = 100
+    user_id = auth.create("user")
+    lifted, narrowed = token_for(app, user_id, rate_limit=10_000), token_for(app, user_id, rate_limit=1)
+    assert [client.get("/v1/models", headers=bearer(lifted)).status_code for _ in range(3)] == [200, 200, 429]
+    assert [client.get("/v1/models", headers=bearer(narrowed)).status_code for _ in range(2)] == [200, 429]

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from app.extensions import db
-from app.models import ApiToken, User
+from app.models import ApiToken, Conversation, PendingCall, Run, User
 from app.models.base import utcnow
 from tests.conftest import make_agent
 
@@ -178,6 +178,49 @@ def test_a_token_names_its_scopes_agents_and_rate_limit(app, client, auth):
     secret = re.search(r'data-testid="new-token" value="([^"]+)"', secret_page.text).group(1)
     refused = app.test_client().get("/api/me/preferences", headers=bearer(secret))
     assert refused.status_code == 403 and refused.json["code"] == "INSUFFICIENT_SCOPE"
+
+
+def test_a_token_naming_some_agents_reaches_nothing_of_the_others(app, client, auth):
+    """Lists, reads, deletes, streams and decisions of /api/ narrow to the token's agents; a session sees all."""
+    user_id = auth.login_as("user")
+    with app.app_context():
+        named, other = make_agent("Named"), make_agent("Other")
+        chats = {}
+        for agent in (named, other):
+            conversation = Conversation(user_id=user_id, agent_id=agent.id, title=f"With {agent.name}")
+            db.session.add(conversation)
+            db.session.flush()
+            run = Run(conversation_id=conversation.id, user_id=user_id, agent_id=agent.id, status="waiting")
+            db.session.add(run)
+            db.session.flush()
+            call = PendingCall(conversation_id=conversation.id, run_id=run.id, tool_call_id="c1",
+                               tool_name="delete_record", kind="approval", args={}, details={})
+            db.session.add(call)
+            db.session.flush()
+            chats[agent.id] = (conversation.id, run.id, call.id)
+        db.session.commit()
+        named_id, other_id = named.id, other.id
+    secret = new_secret(client, name="Named only", scope=["read", "chat"], agents=str(named_id))
+    api = app.test_client()
+    listed = api.get("/api/conversations", headers=bearer(secret)).json["data"]
+    assert [c["id"] for c in listed] == [chats[named_id][0]]
+    assert {c["id"] for c in client.get("/api/conversations").json["data"]} == {c for c, _r, _k in chats.values()}
+    other_chat, other_run, other_call = chats[other_id]
+    for response in (api.get(f"/api/conversations/{other_chat}", headers=bearer(secret)),
+                     api.get(f"/api/conversations/{other_chat}/messages", headers=bearer(secret)),
+                     api.delete(f"/api/conversations/{other_chat}", headers=bearer(secret)),
+                     api.get(f"/api/agent/{other_run}", headers=bearer(secret)),
+                     api.post(f"/api/approvals/{other_call}", data=json.dumps({"decision": "deny"}),
+                              content_type="application/json", headers=bearer(secret)),
+                     api.post(f"/api/conversations/{other_chat}/answers", content_type="application/json",
+                              data=json.dumps({"callId": other_call, "answer": "yes"}), headers=bearer(secret))):
+        assert response.status_code == 404 and "message" in response.json
+    waiting = api.get("/api/approvals", headers=bearer(secret)).json["data"]
+    assert other_call not in [c["id"] for c in waiting]
+    assert api.get(f"/api/conversations/{chats[named_id][0]}", headers=bearer(secret)).status_code == 200
+    with app.app_context():
+        assert db.session.get(Conversation, other_chat).deleted_at is None
+        assert db.session.get(PendingCall, other_call).status == "pending"
 
 
 def test_an_admin_sees_and_revokes_every_token(app, client, auth):

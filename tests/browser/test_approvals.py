@@ -26,7 +26,7 @@ pytestmark = pytest.mark.browser
 
 PLAN = "1. **Back up** the orders table\n2. Delete the orders older than a year"
 # Waits that include a whole run (model, tools, stored events, the stream) get room on a busy machine.
-RUN = 15_000
+RUN = 30_000
 LONG = ["Ship everything in one parcel next Monday morning", "Ship each item as soon as it is in stock"]
 
 

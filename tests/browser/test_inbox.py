@@ -15,7 +15,7 @@ from tests.conftest import make_user
 from tests.waiting.scenario import approval_agent, webhook_trigger
 
 pytestmark = pytest.mark.browser
-RUN = 15_000
+RUN = 30_000
 
 
 def test_the_count_goes_up_live_and_the_owner_allows_the_call_from_the_inbox(page: Page, app, live_server,

@@ -232,6 +232,13 @@ def test_is_claim_reads_the_sentence_not_the_answer():
                       "Die Dokumente sagen nichts über Backups.": False, "Yes.": False}
 
 
+def test_a_greeting_is_a_whole_word_not_the_start_of_one():
+    claims = {s.text: is_claim(s) for s in split_sentences(
+        "High availability needs 3 nodes. Surely the backups run nightly. Hi, backups run nightly.")}
+    assert claims == {"High availability needs 3 nodes.": True, "Surely the backups run nightly.": True,
+                      "Hi, backups run nightly.": False}
+
+
 def test_a_sentence_that_claims_nothing_keeps_its_citation_as_a_reference(support_check):
     result = review(support_check, "Here is what the documents say [1]. See [1] for the details.", turn_of(BACKUPS))
     assert result.outcome is Outcome.KEEP and result.citations == [1] and result.marked == []

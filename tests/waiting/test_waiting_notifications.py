@@ -47,7 +47,7 @@ class Inbox:
 def smtp_server(port: int):
     """A real SMTP server (aiosmtpd) on 127.0.0.1:port until the block ends."""
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller = Controller(inbox, hostname="127.0.0.1", port=port, ready_timeout=60)
     controller.start()
     try:
         yield inbox

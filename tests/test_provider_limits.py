@@ -97,3 +97,27 @@ def test_a_model_dropped_from_the_cache_has_its_client_closed_once_no_turn_can_u
 
     first = loop.run(build_both_then_settle(), timeout=30)
     assert first.client.is_closed()
+
+
+def test_a_wait_on_the_runtime_loop_that_times_out_cancels_what_it_waited_for():
+    """A verifier, preview or connection test given up on is not left running (and paying) on the loop."""
+    import concurrent.futures
+    import threading
+
+    from app.runtime import loop
+
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def model_call_that_never_answers():
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    with pytest.raises(concurrent.futures.TimeoutError):
+        loop.run(model_call_that_never_answers(), timeout=0.5)
+    loop.run(asyncio.sleep(0), timeout=60)  # the loop has handled the cancellation (it runs callbacks in order)
+    # Once it began, it was cancelled; one given up before it began never begins.
+    assert cancelled.wait(60) if started.is_set() else not cancelled.is_set()

@@ -193,13 +193,17 @@ def _request(agent: Agent, session: McpSession, message: types.JSONRPCRequest, t
         release()
         raise
     session_id = session.id
+    token = request_token()
+    viewer = Viewer(token_id=token.id if token is not None else None)  # read before the commit expires it
     mcp_server.note_call(session_id, message.id, exchange.run_id)
     progress = ((params.get("_meta") or {}) if isinstance(params.get("_meta"), dict) else {}).get("progressToken")
     base_url = request.url_root
-    token = request_token()
-    viewer = Viewer(token_id=token.id if token is not None else None)
     if not takes_sse:  # a client that takes JSON only waits for the whole answer, with no keep-alive
+        db.session.remove()  # no connection held while the run goes on
         answer = "".join(_answer(app, exchange, message.id, session_id, None, base_url, viewer, None, release))
+        if not answer:  # the run's end never came (the run is gone, or the token was revoked meanwhile)
+            return jsonify(mcp_server.error(message.id, types.INTERNAL_ERROR,
+                                            "The answer could not be followed to its end; ask again."))
         return Response(answer, mimetype=JSON)
     follow = _answer(app, exchange, message.id, session_id, progress, base_url, viewer, StreamClient(), release)
     response = Response(follow, mimetype=SSE, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -40,8 +40,17 @@ def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
 
 
 def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-    """Run a coroutine on the runtime loop and wait for its result (never call from the loop itself)."""
-    return submit(coro).result(timeout)
+    """Run a coroutine on the runtime loop and wait for its result (never call from the loop itself).
+
+    Past the timeout the coroutine is cancelled (a model call nobody waits for is not left running) and
+    TimeoutError is raised.
+    """
+    future = submit(coro)
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise
 
 
 def _serve(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:

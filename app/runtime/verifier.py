@@ -21,6 +21,7 @@ from pydantic_ai import Agent as PydanticAgent
 from app.runtime import loop
 from app.runtime.profiles import profile_for
 from app.runtime.providers import ModelSpec, build_model
+from app.runtime.untrusted import fence
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,7 @@ class Verifier:
         """Return, for each claim, whether a listed change supports it; None when the verifier failed."""
         listed = "\n".join(f"{n}. {text}" for n, text in enumerate(claims, start=1))
         done = "\n".join(f"{n}. {text}" for n, text in enumerate(changes, start=1)) or "(none)"
-        prompt = (f"<untrusted-data source=\"answer\">\n{answer}\n</untrusted-data>\n\nClaims:\n{listed}\n\n"
-                  f"Changes of this turn:\n{done}")
+        prompt = f"{fence('answer', answer)}\n\nClaims:\n{listed}\n\nChanges of this turn:\n{done}"
         answered = self._ask(CLAIMS_PROMPT, prompt, ClaimVerdicts)
         if answered is None:
             return None
@@ -83,8 +83,8 @@ class Verifier:
 
     def supports(self, pairs: Sequence[tuple[str, str]]) -> list[bool] | None:
         """Return, for each (sentence, its cited passages), whether they support it; None on failure."""
-        listed = "\n\n".join(f"Sentence {n}: {sentence}\n<untrusted-data source=\"passages\">\n{passages}\n"
-                             f"</untrusted-data>" for n, (sentence, passages) in enumerate(pairs, start=1))
+        listed = "\n\n".join(f"Sentence {n}: {sentence}\n{fence('passages', passages)}"
+                             for n, (sentence, passages) in enumerate(pairs, start=1))
         answered = self._ask(SUPPORT_PROMPT, listed, SupportVerdicts)
         if answered is None:
             return None

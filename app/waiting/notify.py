@@ -97,7 +97,15 @@ def deliver(notification_id: int, now: datetime | None = None) -> bool:
         row.status = "skipped"
         db.session.commit()
         return False
-    row.attempts, row.attempted_at = row.attempts + 1, now
+    # Claim this attempt and commit before sending: no transaction (nor SQLite's write turn) is held while
+    # the mail server or the webhook answers, and of two deliveries of one row (its job and the retry
+    # job) only the one whose claim lands sends.
+    claimed = db.session.execute(db.update(Notification).where(
+        Notification.id == row.id, Notification.attempts == row.attempts, Notification.status != "sent",
+    ).values(attempts=row.attempts + 1, attempted_at=now).execution_options(synchronize_session=False))
+    db.session.commit()
+    if claimed.rowcount != 1:
+        return False
     try:
         if row.channel == "email":
             _send_email(row, calls)

@@ -120,6 +120,19 @@ def test_sessions_follow_the_spec(app, auth, served, helper):
                       ).json()["error"]["code"] == -32700
 
 
+def test_a_client_that_takes_json_only_gets_the_whole_answer_as_one_json_result(app, auth, served, helper):
+    secret = token_for(app, auth.create("user"), scopes=("mcp",))
+    url = f"{served.url}/mcp/{helper}"
+    session = initialize(url, secret).headers["Mcp-Session-Id"]
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "ask", "arguments": {"message": "Hi"}}}
+    answered = httpx.post(url, json=call, timeout=60,
+                          headers={**bearer(secret), "Accept": "application/json", "Mcp-Session-Id": session})
+    assert answered.status_code == 200 and answered.headers["Content-Type"].startswith("application/json")
+    result = answered.json()
+    assert result["id"] == 9 and "Hello over MCP." in result["result"]["content"][0]["text"]
+
+
 def test_a_browser_origin_must_be_on_the_allow_list(app, auth, served, helper):
     secret = token_for(app, auth.create("user"), scopes=("mcp",))
     url = f"{served.url}/mcp/{helper}"

@@ -153,6 +153,12 @@ def opens_agent(agent: Agent | None) -> bool:
     return token is None or (agent is not None and token.opens(agent))
 
 
+def opens_agent_id(agent_id: int | None) -> bool:
+    """Tell whether the current request may reach what belongs to the agent with this id (see opened_agent_ids)."""
+    opened = opened_agent_ids()
+    return opened is None or agent_id in opened
+
+
 def opened_agent_ids() -> list[int] | None:
     """The agents the current request's token is limited to, or None when it may reach every agent of its user.
 

@@ -17,7 +17,7 @@ from app.api.body import json_body
 from app.api.chat_models import dump, parse
 from app.api.errors import ApiError
 from app.api.openapi import documented
-from app.api.tokens import opened_agent_ids
+from app.api.tokens import opens_agent_id
 from app.chat import approvals
 from app.chat.conversations import get_own_conversation
 from app.extensions import db
@@ -34,12 +34,6 @@ def _no_guests() -> None:
         raise ApiError(403, "Guests decide nothing.")
 
 
-def _opened(call: PendingCall) -> bool:
-    """Tell whether the request's token names the agent of the call's conversation (a session always does)."""
-    opened = opened_agent_ids()
-    return opened is None or call.conversation.agent_id in opened
-
-
 @bp.route("/approvals")
 @documented(tags=("approvals",), HTTP_200=CallPage)
 def index():
@@ -50,7 +44,7 @@ def index():
     if page < 1 or not 1 <= per_page <= MAX_PER_PAGE:
         raise ApiError(422, f"page is 1 or more; perPage is 1 to {MAX_PER_PAGE}.",
                        fields={"page": "1 or more", "perPage": f"1 to {MAX_PER_PAGE}"})
-    calls = [call for call in deciders.waiting_for(current_user) if _opened(call)]
+    calls = [call for call in deciders.waiting_for(current_user) if opens_agent_id(call.conversation.agent_id)]
     shown = calls[(page - 1) * per_page:page * per_page]
     return jsonify(data=[dump(CallOut.of(call)) for call in shown],
                    meta={"page": page, "perPage": per_page, "hasNext": len(calls) > page * per_page})
@@ -61,7 +55,7 @@ def index():
 def decide(call_id: int):
     """Allow (once, or in this run) or deny a waiting tool call, with an optional comment."""
     call = db.session.get(PendingCall, call_id)
-    if call is None or not deciders.may_decide(call, current_user) or not _opened(call):
+    if call is None or not deciders.may_decide(call, current_user) or not opens_agent_id(call.conversation.agent_id):
         raise ApiError(404, "There is no call with that id waiting for your decision.")
     if call.kind != "approval":
         raise ApiError(422, "This call is a question or a plan: answer it at "
@@ -79,8 +73,7 @@ def answer(conversation_id: int):
     """Answer a waiting question (`answer`, or `discuss`) or plan (`decision`, `changes`) of your conversation."""
     conversation = get_own_conversation(conversation_id)
     _no_guests()
-    opened = opened_agent_ids()
-    if opened is not None and conversation.agent_id not in opened:
+    if not opens_agent_id(conversation.agent_id):
         raise ApiError(404, "There is no such conversation of yours.")
     body = parse(Answer, json_body())
     call = db.session.get(PendingCall, body.call_id)

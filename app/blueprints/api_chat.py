@@ -20,7 +20,7 @@ from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConver
 from app.api.errors import ApiError
 from app.api.openapi import ConversationData, ConversationPage, Error, MessageData, MessagePage, documented
 from app.api.run_follow import Viewer, follow_run
-from app.api.tokens import opened_agent_ids, opens_agent, request_token
+from app.api.tokens import opened_agent_ids, opens_agent, opens_agent_id, request_token
 from app.assistance.context import ContextRejected, parse_context
 from app.chat import turns
 from app.chat.conversations import get_own_conversation, sidebar_query
@@ -74,8 +74,7 @@ def _no_guests() -> None:
 def _own_conversation(conversation_id: int, *options) -> Conversation:
     """The user's conversation, or 404 — also when the request's token does not name its agent."""
     conversation = get_own_conversation(conversation_id, *options)
-    opened = opened_agent_ids()
-    if opened is not None and conversation.agent_id not in opened:
+    if not opens_agent_id(conversation.agent_id):
         raise ApiError(404, "There is no such conversation of yours.")
     return conversation
 

@@ -11,7 +11,7 @@ from app.extensions import db
 from app.knowledge import lexical
 from app.knowledge.indexing import index_knowledge_base
 from app.knowledge.library import put_document
-from app.knowledge.search import PROTECTED_RANK, Scored, fuse, retrieve, select
+from app.knowledge.search import Scored, fuse, retrieve, select
 from app.models import KnowledgePassage
 
 
@@ -99,7 +99,6 @@ def test_the_console_rankings_are_each_retrievers_own_order(knowledge_base):
     assert result.ranking("semantic")[0].passage.document.title == "Backups"
     with pytest.raises(ValueError):
         result.ranking("fused")
-    assert PROTECTED_RANK == 3
 
 
 CONFIGURATION = """# Configuration

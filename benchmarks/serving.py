@@ -329,6 +329,8 @@ def main() -> int:
             missing = postgres_missing(POSTGRES, REDIS)
             if missing:
                 print(f"PostgreSQL + Redis rounds skipped: {missing}")
+                if soak:  # the soak's targets were not measured: not met
+                    figures.report("postgres_soak_run", 0, "rounds", f"1 (needs {POSTGRES} and {REDIS})", ok=False)
             else:
                 folder = Path(tempfile.mkdtemp(prefix="skilldesk-serving-pg-"))
                 database = f"skilldesk_bench_{os.getpid()}"

@@ -199,14 +199,6 @@ class TurnSources:
     searches: list[str] = field(default_factory=list)
     bases: list[str] = field(default_factory=list)
 
-    def number_for(self, passage_id: int, document_id: int, title: str, heading: str, text: str = "") -> int:
-        for source in self.sources.values():
-            if source.passage_id == passage_id:
-                return source.number
-        number = len(self.sources) + 1
-        self.sources[number] = Source(number, passage_id, document_id, title, heading, text)
-        return number
-
 
 def cited(text: str) -> list[int]:
     """The citation numbers in a text, in order of first appearance (numbers too long to be valid left out)."""

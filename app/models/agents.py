@@ -83,10 +83,6 @@ class Agent(db.Model):
         """Tell whether the user's role may chat with this agent."""
         return user.is_authenticated and user.role in (self.roles or [])
 
-    def names_approver(self, user) -> bool:
-        """Tell whether the agent names the user, or the user's role, as an approver of its tool calls."""
-        return user.role in (self.approver_roles or []) or user.id in (self.approver_ids or [])
-
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.name!r}>"
 

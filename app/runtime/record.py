@@ -21,7 +21,7 @@ from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecu
 
 from app.policy.claims import Change, Finding, Suggestion, change_from_outcome, check_claims
 from app.runtime import evidence
-from app.runtime.skill import EFFECT_KEY, MUTATES_KEY, TRUSTED_RESULT_KEY, changes_state
+from app.runtime.skill import EFFECT_KEY, TRUSTED_RESULT_KEY, changes_state
 
 TEXT_CHARS = 4_000
 # Tools pydantic-ai itself provides whose results list the agent's own tools (the tool search).
@@ -86,10 +86,6 @@ class TurnRecord:
         number = len(self.passages) + 1
         self.passages[number] = Passage(number, passage_id, document_id, title, heading, text)
         return number
-
-    def mutations(self) -> set[str]:
-        """Return the names of this run's tools that change stored state."""
-        return {name for name, metadata in self.tools.items() if metadata.get(MUTATES_KEY)}
 
     def failed_calls(self) -> list[ToolCall]:
         return [call for call in self.calls if call.failed]

@@ -9,17 +9,11 @@ trigger's webhook) and applies the timeouts (timeouts.py, every minute). See doc
 from __future__ import annotations
 
 from flask import Flask
-from flask_login import current_user
 
 from app.runtime.waiting import on_waiting
 from app.waiting import deciders, notify, timeouts  # noqa: F401 (timeouts declares the periodic job)
 
 
 def init_app(app: Flask) -> None:
-    """Tell the people who may decide when a run starts waiting; give templates the inbox's count."""
+    """Tell the people who may decide when a run starts waiting."""
     on_waiting(app, notify.queue_for_run)
-
-    def inbox_count() -> int:
-        return deciders.count_for(current_user) if current_user.is_authenticated else 0
-
-    app.add_template_global(inbox_count)

@@ -8,10 +8,12 @@ PendingRollbackError); SQLite stored it. Run with SKILLDESK_TEST_DATABASE_URL fo
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from flask import Flask, url_for
 from sqlalchemy.exc import IntegrityError
+from werkzeug.routing import PathConverter, UnicodeConverter
 
 from app.extensions import db
 from app.models import Message, Run, Trigger, User
@@ -19,7 +21,7 @@ from app.models.tables import new_hook_token
 from app.runtime import execution
 from tests.chat_driver import start_chat
 from tests.conftest import PASSWORD, make_agent, make_user
-from tests.test_routes import ADMIN, ROUTES, World, call, methods_of, resolve
+from tests.test_routes import ADMIN, ANONYMOUS, ROUTES, World, call, methods_of, resolve
 
 HX = {"HX-Request": "true"}
 REFUSED = ["nul\x00byte", "bell\x07", "escape\x1b[31m", "del\x7f", "c1\x85"]
@@ -109,6 +111,45 @@ def test_every_form_refuses_a_control_character_in_a_file_name(app):
         if access.changes:
             world.renew()
     assert not problems, "\n".join(["POST routes that took a control character in a file name:", *problems])
+
+
+def text_segments(app) -> list[tuple[object, list[str]]]:
+    """Each rule with string or path parameters (`<name>`, `<path:model>`), and the names of those parameters."""
+    found = []
+    for rule in app.url_map.iter_rules():
+        names = [name for name, converter in rule._converters.items()
+                 if isinstance(converter, UnicodeConverter | PathConverter)]
+        if names:
+            found.append((rule, names))
+    return found
+
+
+def test_the_route_table_has_text_segments(app):
+    assert len(text_segments(app)) > 30  # the walk below is not vacuous
+
+
+@pytest.mark.parametrize("character", ["%00", "%1B", "%7F", "%C2%85"])
+def test_a_control_character_in_a_path_segment_names_nothing_on_every_route(app, character):
+    """Every rule of app.url_map with a string or path parameter, every method, signed in or not: 404.
+
+    PostgreSQL refuses NUL in a text comparison, so `/hooks/a%00b` was a 500 before the view could
+    say the token names no trigger; the route converters refuse the segment as they refuse an id past
+    the range. A route added later is walked too.
+    """
+    world = World(app)
+    problems = []
+    for rule, names in text_segments(app):
+        values = {name: str(value) for name, value in resolve(ROUTES[rule.endpoint].args, world.objects[ADMIN]).items()}
+        for name in names:
+            poisoned = {**values, name: f"a{character}b"}
+            path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", lambda found: poisoned[found.group(1)], rule.rule)  # noqa: B023
+            for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+                for role in (ANONYMOUS, ADMIN):
+                    response = world.clients[role].open(path, method=method)
+                    response.close()
+                    if response.status_code not in (404, 422):
+                        problems.append(f"{role} {method} {path}: {response.status_code}")
+    assert not problems, "\n".join(["path segments with a control character that named something:", *problems])
 
 
 def test_the_error_page_renders_after_a_failed_flush(app: Flask, client, auth):

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from flask import Flask, current_app, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
-from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.exceptions import HTTPException, InternalServerError, MethodNotAllowed, NotFound
+from werkzeug.routing import RequestRedirect
 
 from app.api.errors import error_response
 from app.database import WriteTimeout, is_locked
@@ -47,14 +48,32 @@ def _csrf_error(error: CSRFError):
 
 
 def _http_error(error: HTTPException):
+    if isinstance(error, MethodNotAllowed) and not _names_something(error):
+        error = NotFound()
     # A description given to abort() says what happened; werkzeug's stock ones give way to ours.
     stock = error.description == type(error).description
     response = make_response(render_error(error.code or 500,
                                           None if stock and error.code in MESSAGES else error.description))
-    retry_after = dict(error.get_headers()).get("Retry-After")  # 503 (busy) and 429 say when to try again
-    if retry_after:
-        response.headers["Retry-After"] = retry_after
+    given = dict(error.get_headers())  # 503 (busy) and 429 say when to try again, 405 what is allowed
+    for name in ("Retry-After", "Allow"):
+        if given.get(name) and name not in response.headers:
+            response.headers[name] = given[name]
     return response
+
+
+def _names_something(error: MethodNotAllowed) -> bool:
+    """Whether a rule of an allowed method takes this path's values: Werkzeug answers 405 before its
+    converters read them, so `/api/conversations/<id past the range>` with the wrong method was a 405."""
+    adapter = current_app.create_url_adapter(request)
+    for method in error.valid_methods or ():
+        try:
+            adapter.match(method=method)
+        except (NotFound, MethodNotAllowed):
+            continue
+        except RequestRedirect:
+            return True
+        return True
+    return False
 
 
 def _unexpected(error: Exception):

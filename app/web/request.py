@@ -1,4 +1,4 @@
-"""The app's request class: Flask's, with capped bodies and bounded integers, and the `int` converter."""
+"""The app's request class: Flask's, with capped bodies and bounded integers, and the route converters."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from flask import Flask
 from flask import Request as FlaskRequest
 from werkzeug.utils import cached_property
 
-from app.web import bodies, integers
+from app.web import bodies, integers, text_input
 
 
 class Request(FlaskRequest):
@@ -36,6 +36,9 @@ class Request(FlaskRequest):
 
 
 def init_app(app: Flask) -> None:
-    """Use this request class and the bounded `int` converter (before any route is added)."""
+    """Use this request class, the bounded `int` converter and the text ones (before any route is added)."""
     app.request_class = Request
     app.url_map.converters["int"] = integers.IdConverter
+    for name in ("default", "string"):
+        app.url_map.converters[name] = text_input.TextConverter
+    app.url_map.converters["path"] = text_input.TextPathConverter

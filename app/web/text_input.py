@@ -5,7 +5,10 @@ types the other C0/C1 control characters; SQLite stored them silently. Tab, newl
 return are text. One check on every request, so no form, view or JSON endpoint can forget it: the
 query string, every form field (name and value), every uploaded file's name and every string of a
 JSON body (keys included). An uploaded file's name is also refused with a bidirectional control
-(app/policy/bidi.py): it becomes a document's title and source, shown reordered.
+(app/policy/bidi.py): it becomes a document's title and source, shown reordered. A URL's path
+segments (`/data/<name>`, `/hooks/<token>`, `/v1/models/<path:model>`) meet the same rule in the
+route converters below, which replace Werkzeug's: a segment with a control character names nothing
+(404), on every route, before any sign-in check or view.
 
 The same walk refuses (400) a JSON body nested deeper than MAX_JSON_DEPTH: Python's json module
 parses and serializes recursively, so a few thousand `[` raised RecursionError here, in the view,
@@ -20,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from flask import Flask, abort, request
+from werkzeug.routing import PathConverter, UnicodeConverter, ValidationError
 
 from app.policy.bidi import bidi_problem
 from app.policy.schema_subset import MAX_JSON_DEPTH, too_deep
@@ -27,6 +31,24 @@ from app.policy.schema_subset import MAX_JSON_DEPTH, too_deep
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """C0 and C1 control characters and DEL, except tab (09), newline (0A) and carriage return (0D)."""
 TOO_DEEP = too_deep("The JSON body")
+
+
+class TextConverter(UnicodeConverter):
+    """`<name>` and `<string:name>` in a route: one segment with no control character, or 404."""
+
+    def to_python(self, value: str) -> str:
+        if CONTROL.search(value):
+            raise ValidationError()
+        return value
+
+
+class TextPathConverter(PathConverter):
+    """`<path:name>` in a route: segments with no control character, or 404."""
+
+    def to_python(self, value: str) -> str:
+        if CONTROL.search(value):
+            raise ValidationError()
+        return value
 
 
 def refuse_control_characters() -> None:

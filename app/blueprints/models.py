@@ -80,7 +80,7 @@ def _submit(config: ModelConfig | None):
 @bp.route("/<int:config_id>/test", methods=["POST"])
 @admin_required
 def test(config_id: int):
-    """Make one tiny request and show the answer or the provider's error."""
+    """Make one tiny request and show whether it worked, in Skilldesk's words (app/agents/connection.py)."""
     config = get_config(config_id)
     ok, text = check_connection(current_app._get_current_object(), ModelSpec.of(config))
     return render_template("models/_test_result.html", ok=ok, text=text)

@@ -1,8 +1,9 @@
 """The one guarded outbound HTTP client: every connection a tool or skill makes goes through it.
 
-Tools fetch with fetch(); libraries that bring their own HTTP calls (the MCP client, the OpenAI SDK for
-OpenAI-compatible servers, the embeddings endpoint) get guarded_async_client() / guarded_client().
-Both are httpx2 clients whose transport connects only to an address it resolved and checked itself.
+Tools fetch with fetch(); libraries that bring their own HTTP calls (the MCP client, every model provider's
+SDK, the embeddings endpoint) get guarded_async_client() / guarded_client(), or guarded_legacy_async_client()
+for an SDK that still needs a legacy httpx client (Groq's). Each is a client whose transport connects only to
+an address it resolved and checked itself.
 Policy refusals raise OutboundRefused; network failures (DNS, connect, timeout, too many redirects)
 raise httpx2.HTTPError subclasses. Nothing is turned into friendly text here: the tool decides.
 """
@@ -20,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import httpcore
 import httpcore2
+import httpx
 import httpx2
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -275,8 +278,10 @@ POOL_LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=20)  
 
 
 class _PinnedBackend(httpcore2.AsyncNetworkBackend):
+    core: Any = httpcore2
+
     def __init__(self, policy: OutboundPolicy) -> None:
-        self.policy, self._network = policy, httpcore2.AnyIOBackend()
+        self.policy, self._network = policy, self.core.AnyIOBackend()
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                           local_address: str | None = None, socket_options: Any = None,
@@ -285,18 +290,22 @@ class _PinnedBackend(httpcore2.AsyncNetworkBackend):
             addresses = await anyio.to_thread.run_sync(checked_addresses, host, port, self.policy,
                                                        f"a connection to {host}:{port}")
         except (socket.gaierror, UnicodeError) as exc:
-            raise httpcore2.ConnectError(f"cannot resolve {host}: {exc}") from exc
-        error: Exception = httpcore2.ConnectError(f"{host} resolved to no address")
+            raise self.core.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        error: Exception = self.core.ConnectError(f"{host} resolved to no address")
         for ip in addresses:  # every one passed the check; try them in resolver order
             try:
                 return await self._network.connect_tcp(str(ip), port, timeout=timeout,
                                                        local_address=local_address, socket_options=socket_options)
-            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+            except (self.core.ConnectError, self.core.ConnectTimeout) as exc:
                 error = exc
         raise error
 
     async def sleep(self, seconds: float) -> None:
         await self._network.sleep(seconds)
+
+
+class _PinnedLegacyBackend(_PinnedBackend):
+    core = httpcore  # the legacy httpx's transport reads httpcore's streams and maps httpcore's errors
 
 
 class _PinnedSyncBackend(httpcore2.NetworkBackend):
@@ -344,6 +353,15 @@ class PinnedAsyncTransport(httpx2.AsyncHTTPTransport):
                                                    **_pool_options(verify, limits))
 
 
+class PinnedLegacyAsyncTransport(httpx.AsyncHTTPTransport):
+    """PinnedAsyncTransport for a legacy httpx client, for an SDK that requires one (Groq's)."""
+
+    def __init__(self, policy: OutboundPolicy, verify: ssl.SSLContext | bool = True,
+                 limits: httpx2.Limits | None = None) -> None:
+        self._pool = httpcore.AsyncConnectionPool(network_backend=_PinnedLegacyBackend(policy),
+                                                  **_pool_options(verify, limits))
+
+
 class PinnedTransport(httpx2.HTTPTransport):
     """The blocking twin of PinnedAsyncTransport, for sync clients."""
 
@@ -363,3 +381,9 @@ def guarded_client(policy: OutboundPolicy, *, verify: ssl.SSLContext | bool = Tr
                    **options: Any) -> httpx2.Client:
     """Return an httpx2.Client whose every connection goes through the guard (no proxy from the env)."""
     return httpx2.Client(transport=PinnedTransport(policy, verify), trust_env=False, **options)
+
+
+def guarded_legacy_async_client(policy: OutboundPolicy, *, limits: httpx2.Limits | None = None,
+                                **options: Any) -> httpx.AsyncClient:
+    """Return a legacy httpx.AsyncClient whose every connection goes through the guard (no proxy from the env)."""
+    return httpx.AsyncClient(transport=PinnedLegacyAsyncTransport(policy, limits=limits), trust_env=False, **options)

@@ -72,6 +72,12 @@ def in_words(error: BaseException) -> str:
     return _without_links(str(error)) or "an unexpected error"
 
 
+def said_for_people(error: BaseException) -> str | None:
+    """Return the message of an error Skilldesk wrote for people anywhere in the chain, or None."""
+    leaf = _leaf(error)
+    return str(leaf) if isinstance(leaf, SAID_FOR_PEOPLE) else None
+
+
 def provider_error(error: ModelHTTPError) -> str:
     """Say what the provider answered, as it said it."""
     body = error.body

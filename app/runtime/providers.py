@@ -15,12 +15,13 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import httpx
 import httpx2
 from flask import current_app, has_app_context
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, policy_from_config
+from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, guarded_legacy_async_client, policy_from_config
 from app.models import ModelConfig
 from app.runtime.offline import make_offline_model
 from app.runtime.profiles import ROLE_DEFAULTS, profile_for  # noqa: F401 - ROLE_DEFAULTS is read from here too
@@ -49,7 +50,7 @@ class ModelSpec:
     profiles: dict
     retries: int = 0
     outbound: OutboundPolicy = OutboundPolicy()
-    """The guard an OpenAI-compatible server's base URL is reached through (OUTBOUND_* of the app)."""
+    """The guard every provider's base URL is reached through (OUTBOUND_* of the app)."""
 
     @classmethod
     def of(cls, config: ModelConfig | None) -> ModelSpec:
@@ -111,7 +112,7 @@ def build_model(spec: ModelSpec) -> Model:
         return make_offline_model(spec.context_window)
     key = _api_key(spec)
     cache_key = (os.getpid(), spec.provider, spec.model_name, spec.base_url, key, spec.context_window, spec.retries,
-                 spec.outbound if spec.provider == "openai-compatible" else None)
+                 spec.outbound)
     with _models_lock:
         model = _models.get(cache_key)
         if model is not None:
@@ -162,9 +163,11 @@ PROVIDER_POOL = httpx2.Limits(max_connections=1_000, max_keepalive_connections=1
 
 
 def _provider_model(spec: ModelSpec, key: str | None) -> Model:
-    # The SDK clients are built here only to give them the configuration's retries; their HTTP
-    # clients are the ones pydantic-ai would make.
-    from pydantic_ai.models import create_async_http_client, create_async_httpx2_client
+    # Every provider's SDK gets a guarded HTTP client: its base URL (the provider's own, or one the admin
+    # typed) is reached like any tool's URL, pinned, and refused on a private or metadata address unless
+    # OUTBOUND_ALLOWED_HOSTS names it, before a request, and so the API key, is sent. The SDK clients are
+    # built here also to give them the configuration's retries.
+    from pydantic_ai.models import create_async_httpx2_client
 
     profile = {"context_window": spec.context_window, **profile_for(spec).model_profile()}
     base_url, retries = spec.base_url or None, spec.retries
@@ -173,13 +176,8 @@ def _provider_model(spec: ModelSpec, key: str | None) -> Model:
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        # A server by base URL is reached like any tool's URL: pinned, and refused on a private
-        # address unless OUTBOUND_ALLOWED_HOSTS names it. OpenAI's own endpoint needs no guard.
-        guard = PinnedAsyncTransport(spec.outbound, limits=PROVIDER_POOL) if spec.provider == "openai-compatible" \
-            else None
-        http_client = create_async_httpx2_client(transport=guard)
         client = AsyncOpenAI(base_url=base_url, api_key=key or "not-needed", max_retries=retries,
-                             http_client=http_client)
+                             http_client=create_async_httpx2_client(transport=_guarded_transport(spec)))
         cls = OpenAIResponsesModel if spec.provider == "openai" else OpenAIChatModel
         return cls(spec.model_name, provider=OpenAIProvider(openai_client=client), profile=profile)
     if spec.provider == "anthropic":
@@ -188,7 +186,7 @@ def _provider_model(spec: ModelSpec, key: str | None) -> Model:
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
         client = AsyncAnthropic(api_key=key, base_url=base_url, max_retries=retries,
-                                http_client=create_async_httpx2_client())
+                                http_client=create_async_httpx2_client(transport=_guarded_transport(spec)))
         return AnthropicModel(spec.model_name, provider=AnthropicProvider(anthropic_client=client), profile=profile)
     if spec.provider == "groq":
         from groq import AsyncGroq
@@ -196,9 +194,23 @@ def _provider_model(spec: ModelSpec, key: str | None) -> Model:
         from pydantic_ai.providers.groq import GroqProvider
 
         client = AsyncGroq(api_key=key, base_url=base_url or "https://api.groq.com", max_retries=retries,
-                           http_client=create_async_http_client())
+                           http_client=_guarded_legacy_client(spec))
         return GroqModel(spec.model_name, provider=GroqProvider(groq_client=client), profile=profile)
     raise ModelUnavailable(f"Unknown provider {spec.provider!r}.")
+
+
+def _guarded_transport(spec: ModelSpec) -> PinnedAsyncTransport:
+    return PinnedAsyncTransport(spec.outbound, limits=PROVIDER_POOL)
+
+
+def _guarded_legacy_client(spec: ModelSpec) -> httpx.AsyncClient:
+    """The guarded client in the legacy httpx an SDK still requires, with pydantic-ai's timeouts and user agent."""
+    from pydantic_ai.models import ConnectPoolTimeoutCap, get_user_agent
+
+    timeout = httpx.Timeout(timeout=600, connect=5)  # pydantic-ai's own client's
+    return guarded_legacy_async_client(
+        spec.outbound, limits=PROVIDER_POOL, timeout=timeout, headers={"User-Agent": get_user_agent()},
+        event_hooks={"request": [ConnectPoolTimeoutCap(connect=timeout.connect, pool=timeout.pool)]})
 
 
 def _api_key(spec: ModelSpec) -> str | None:

@@ -141,3 +141,19 @@ def test_a_page_out_of_range_is_the_first_page(app, auth, client):
     for bad in OUT_OF_RANGE:
         assert client.get(f"/admin/users?page={bad}").status_code == 200
         assert client.get(f"/chat/sidebar?page={bad}").status_code == 200
+
+
+@pytest.mark.parametrize("bad", [ID_MAX + 1, 2**63, 10**30])
+def test_ids_out_of_range_in_json_bodies_are_422_naming_the_field(app, world, bad):
+    """`agentId`, `threadId` and `callId` past the range name nothing: 422 on the field, never a 500."""
+    client, objects = world.clients[USER], world.objects[USER]
+    bodies = {"/api/conversations": ("agentId", {}),
+              "/api/agent": ("threadId", {"message": "Hi"}),
+              f"/api/conversations/{objects['conversation']}/answers": ("callId", {"answer": "The first"})}
+    problems = []
+    for path, (name, body) in bodies.items():
+        response = client.post(path, json={**body, name: bad})
+        response.close()
+        if response.status_code != 422 or name not in (response.json or {}).get("fields", {}):
+            problems.append(f"POST {path} {name}={bad}: {response.status_code}")
+    assert not problems, "\n".join(["ids in JSON bodies that were not 422:", *problems])

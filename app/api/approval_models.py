@@ -8,7 +8,7 @@ from typing import Any, Literal
 from flask import url_for
 from pydantic import BaseModel, Field
 
-from app.api.chat_models import Body
+from app.api.chat_models import Body, DatabaseId
 from app.chat.approvals import COMMENT_CHARS
 from app.chat.call_summaries import call_summary
 from app.models import PendingCall
@@ -100,7 +100,7 @@ class Decision(Body):
 
 
 class Answer(Body):
-    call_id: int = Field(gt=0)
+    call_id: DatabaseId
     """The waiting question or plan of this conversation."""
     answer: str | None = Field(None, min_length=1)
     """A question's answer: one of its options, or your own words."""

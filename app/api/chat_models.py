@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from app.api.errors import ApiError
 from app.models import Conversation, Message
+from app.models.base import ID_MAX
 from app.policy.bidi import bidi_problem
 
 # Metadata a client may read: never the run's extras, which hold the resolved page context.
 PUBLIC_META = ("status", "error", "proposals", "receipt", "pending")
+
+
+DatabaseId = Annotated[int, Field(ge=1, le=ID_MAX)]
+"""An id in a JSON body: 1..2**31 - 1, what the database's `integer` ids hold (422 past it, as the document says)."""
 
 
 class Body(BaseModel):
@@ -22,7 +27,7 @@ class Body(BaseModel):
 
 
 class NewConversation(Body):
-    agent_id: int = Field(gt=0)
+    agent_id: DatabaseId
     """The agent to chat with (one the user may use)."""
     title: str | None = Field(None, max_length=200)
     """A title, on one line; without one (or a blank one), the conversation gets one after its first answer."""
@@ -45,7 +50,7 @@ class NewMessage(Body):
 
 
 class AgentRun(Body):
-    thread_id: int = Field(gt=0)
+    thread_id: DatabaseId
     """The conversation (the user's own) whose agent answers."""
     message: str = Field(min_length=1)
     """The user's message."""

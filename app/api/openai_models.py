@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.models.base import ID_MAX
+
 
 class TextPart(BaseModel):
     type: Literal["text"]
@@ -34,9 +36,9 @@ class ChatCompletionRequest(BaseModel):
     """The conversation; the last message is the user's new one."""
     stream: bool = False
     stream_options: StreamOptions | None = None
-    max_completion_tokens: int | None = Field(None, ge=1)
-    """At most the agent's model's max tokens (else its context window)."""
-    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1, le=ID_MAX)
+    """At most the agent's model's max tokens (else its context window): a larger one is 400."""
+    max_tokens: int | None = Field(None, ge=1, le=ID_MAX)
     temperature: float | None = Field(None, ge=0, le=2)
 
 

@@ -50,3 +50,28 @@ def test_the_openai_compatible_routes_answer_errors_in_openais_shape_in_the_docu
     error = completions["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
     assert set(document["components"]["schemas"][error]["properties"]) == {"error"}
     assert "/v1/models" in document["paths"]
+
+
+def integer_properties(document: dict) -> dict[str, dict]:
+    """Every integer property of the request bodies' schemas, as `Schema.property`."""
+    schemas = document["components"]["schemas"]
+    bodies = {operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+              for methods in document["paths"].values() for operation in methods.values()
+              if isinstance(operation, dict) and "requestBody" in operation}
+    found = {}
+    for name in bodies:
+        for key, schema in schemas[name].get("properties", {}).items():
+            for choice in schema.get("anyOf", [schema]):
+                if choice.get("type") == "integer":
+                    found[f"{name}.{key}"] = choice
+    return found
+
+
+def test_every_integer_of_a_request_body_states_its_range(client):
+    """An id past 2**31 - 1 names no row (PostgreSQL's `integer`): the document says so, and the body is 422."""
+    properties = integer_properties(client.get("/api/openapi.json").json)
+    assert len(properties) >= 3  # agentId, threadId, callId at least
+    unbounded = [name for name, schema in properties.items()
+                 if "maximum" not in schema or not ("minimum" in schema or "exclusiveMinimum" in schema)]
+    assert not unbounded, ("give these integer fields a range, ids `DatabaseId` (app/api/chat_models.py), "
+                           f"others `Field(ge=..., le=...)`: {unbounded}")

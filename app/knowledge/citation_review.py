@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.knowledge.answer_layout import Layout, layout_of
-from app.knowledge.citations import TurnSources, no_evidence_answer, rewrite_citations
+from app.knowledge.citations import TurnSources, named_definitions, no_evidence_answer, rewrite_citations
 from app.knowledge.sentences import Sentence, split_sentences
 from app.knowledge.statements import about_the_assistant, is_claim, passage_words, quoted_in
 from app.knowledge.support import Support, SupportCheck, Verdict
@@ -286,7 +286,7 @@ def _compose(assessment: CitationAssessment, kept: Mapping[int, list[int]], flag
                 piece = _with_mark(piece, sentence.kind, UNVERIFIED_MARK[language_of(check.text)])
             out.append(piece)
     out.append(text[position:])
-    composed = "".join(out)
+    composed = named_definitions("".join(out), assessment.turn.sources)
     everywhere = {n for numbers in kept.values() for n in numbers}
     composed = rewrite_citations(composed, lambda _c, n: n in everywhere, link)  # footnote definitions
     return _markers(composed.strip())

@@ -11,7 +11,7 @@ converted to an int.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from app.knowledge.answer_layout import Layout, layout_of
@@ -175,10 +175,34 @@ def rewrite_citations(text: str, keep: Keep, link: Link | None = None, layout: L
     return "".join(out)
 
 
+def source_name(title: str, heading: str) -> str:
+    """What a passage is called: its document's title, and the heading it is under when that differs."""
+    return title + (f" — {heading}" if heading and heading != title else "")
+
+
 def shown_text(title: str, heading: str, text: str) -> str:
     """A passage as the search result shows it to the model (title, heading, text): what a citation claims."""
-    where = title + (f" — {heading}" if heading and heading != title else "")
+    where = source_name(title, heading)
     return f"{where}\n\n{text}" if where else text
+
+
+def named_definitions(text: str, sources: Mapping[int, Source], layout: Layout | None = None) -> str:
+    """The text with each footnote definition of a retrieved passage naming that passage, in Skilldesk's
+    words: a definition lists a source, and what the model wrote after `[n]:` is shown as no source."""
+    out, position = [], 0
+    for citation in find_citations(text, layout):
+        source = sources.get(citation.numbers[0]) if citation.form == "definition" else None
+        if source is None:
+            continue
+        line = text[citation.start:citation.end]
+        found = DEFINITION.match(line)
+        if found is None:
+            continue
+        out += [text[position:citation.start], line[:found.start("rest")], source_name(source.title, source.heading),
+                "\n" if line.endswith("\n") else ""]
+        position = citation.end
+    out.append(text[position:])
+    return "".join(out)
 
 
 @dataclass

@@ -45,14 +45,32 @@ def is_claim(sentence: Sentence, first_row: bool = False) -> bool:
     if len(text.split()) <= 8 and _greets(lowered.strip()):
         return False
     contrasted = any(word in lowered for words in CONTRASTS.values() for word in words)
-    about_sources = any(phrase in lowered for language, phrases in ABOUT_THE_SOURCES.items() if language != "de"
-                        for phrase in phrases)
+    about_sources = any(_leads(lowered, phrase, SOURCES_LEAD_WORDS) for language, phrases in ABOUT_THE_SOURCES.items()
+                        if language != "de" for phrase in phrases)
     # German negates late ("Die Dokumente sagen nichts über …"): its phrases name the subject only.
-    about_sources |= any(phrase in lowered for phrase in ABOUT_THE_SOURCES["de"]) and any(
+    about_sources |= any(_leads(lowered, phrase, SOURCES_LEAD_WORDS) for phrase in ABOUT_THE_SOURCES["de"]) and any(
         f" {word} " in lowered or f" {word}." in lowered for word in GERMAN_NEGATIONS)
     if about_sources and not contrasted:
         return False
-    return not any(phrase in lowered for phrases in ABOUT_THE_QUESTION.values() for phrase in phrases)
+    return not any(_leads(lowered, phrase, QUESTION_LEAD_WORDS, whole=True)
+                   for phrases in ABOUT_THE_QUESTION.values() for phrase in phrases)
+
+
+# A sentence is about the sources or the question when it says so at its start ("Unfortunately, the documents
+# do not say …", "You asked whether …"); the phrase later on ("Tables are deleted nightly, which the documents
+# do not dispute.") or a second clause after it ("To answer your question, tables are deleted nightly.") claims.
+SOURCES_LEAD_WORDS = 3
+QUESTION_LEAD_WORDS = 3
+_SECOND_CLAUSE = re.compile(r"[,;—–]|\s-\s")
+
+
+def _leads(lowered: str, phrase: str, words: int, whole: bool = False) -> bool:
+    """Whether the phrase opens the sentence (after at most `words` words) and, when `whole`, no second
+    clause follows it."""
+    index = lowered.find(phrase)
+    if index < 0 or len(lowered[:index].split()) > words:
+        return False
+    return not (whole and _SECOND_CLAUSE.search(lowered, index + len(phrase)))
 
 
 def _greets(lowered: str) -> bool:

@@ -112,6 +112,26 @@ def test_a_sentence_about_the_sources_that_goes_on_to_claim_something_is_marked(
     assert result.text.endswith("but backups are encrypted with AES (unverified).")
 
 
+@pytest.mark.parametrize("sentence", [
+    "Skilldesk deletes your tables every night, which the documents do not dispute.",
+    "To answer your question, Skilldesk deletes your tables every night.",
+    "You asked about backups; Skilldesk deletes your tables every night.",
+    "Skilldesk deletes your tables every night, as you asked.",
+])
+def test_a_claim_that_mentions_the_sources_or_the_question_in_passing_is_still_a_claim(support_check, sentence):
+    result = review(support_check, f"Backups run every night at 02:00 [1]. {sentence}", turn_of(BACKUPS))
+    assert result.uncited == [sentence] and result.text.endswith("(unverified).")
+
+
+def test_a_footnote_definition_names_the_retrieved_passage_not_what_the_model_wrote_there(support_check):
+    answer = ("Backups run every night at 02:00 [1].\n\n[1]: Skilldesk deletes your tables every night.\n"
+              "[7]: An invented source")
+    result = review(support_check, answer, turn_of(BACKUPS))
+    assert result.text == ("Backups run every night at 02:00 [\\[1\\]](/knowledge/passages/41).\n\n"
+                           "[\\[1\\]](/knowledge/passages/41): Document 1")
+    assert "deletes your tables" not in result.text and "invented" not in result.text
+
+
 def test_every_sentence_cites_reconsiders_once_then_drops_the_uncited_ones_and_their_list_items(support_check):
     answer = ("Backups:\n\n- Run every night at 02:00 [1].\n- Delete your tables every night.\n\n"
               "They are kept for 30 days [1]. They are also mirrored to the moon.")

@@ -245,13 +245,10 @@ def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer: Viewer
     `: keep-alive` comment written every STREAM_HEARTBEAT_SECONDS while it waits: app/web/stream_client.py),
     and the stream's slot comes back (app/api/run_follow.py).
     """
-    if after <= 0:
-        yield agui.frame(agui.started(thread_id, run_id), 0)
+    if after < agui.STARTED_ID:
+        yield agui.frame(agui.started(thread_id, run_id), agui.STARTED_ID)
 
-    def encode(stored, end, message) -> list[str]:
-        frames = [agui.frame(item, event.seq) for event in stored for item in agui.tool_events(event)]
-        if end is not None:
-            frames += [agui.frame(item, end.seq) for item in agui.ending(thread_id, run_id, message)]
-        return frames
+    def encode(stored, _end, message) -> list[str]:
+        return agui.frames(stored, thread_id, run_id, message, after)
 
-    yield from follow_run(app, run_id, after, viewer or Viewer(), encode, client)
+    yield from follow_run(app, run_id, agui.stored_after(after), viewer or Viewer(), encode, client)

@@ -199,7 +199,7 @@ def _send(conversation, body: NewMessage) -> str:
 @bp.route("/agent/<run_id>")
 @documented(tags=("stream",), HTTP_200=None, HTTP_503=Error)
 def agent_resume(run_id: str):
-    """Resume the AG-UI stream of one of the user's runs after a sequence number (`Last-Event-ID` or `?after=`)."""
+    """Resume the AG-UI stream of one of the user's runs after an event's id (`Last-Event-ID` or `?after=`)."""
     query = db.select(Run).join(Run.conversation).where(
         Run.id == run_id, Run.user_id == current_user.id, Conversation.deleted_at.is_(None))
     opened = opened_agent_ids()
@@ -238,7 +238,7 @@ def _viewer() -> Viewer:
 
 def agui_stream(app, thread_id: str, run_id: str, after: int = 0, viewer: Viewer | None = None,
                 client: StreamClient | None = None):
-    """Follow the run's stored events after `after` and encode them in AG-UI, ending with the checked answer.
+    """Encode the run's stored events in AG-UI, the events after the id `after`, ending with the checked answer.
 
     A revoked or expired token, an ended session or a deactivated user ends the stream at its next look,
     as the chat's own stream does; the run goes on. So does a client that went away (its socket, or the

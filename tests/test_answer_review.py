@@ -16,6 +16,9 @@ from pydantic_ai.messages import (
     RetryFeedbackPart,
     RetryInfo,
     TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 
@@ -85,6 +88,18 @@ def test_the_context_drops_refused_attempts_and_holds_the_text_shown():
                 ModelResponse(parts=[TextPart("Nothing was created yet [1].")])]
     kept = shown_context(messages, 0, "Nothing was created yet [[1]](/p/1).", ["No tool result shows that."])
     assert len(kept) == 2 and kept[1].parts == [TextPart("Nothing was created yet [[1]](/p/1).")]
+
+
+def test_text_written_before_a_tool_call_is_said_once_in_the_context():
+    call = ToolCallPart("count_rows", {"table": "contacts"}, tool_call_id="c1")
+    messages = [ModelRequest(parts=[UserPromptPart("How many contacts?")]),
+                ModelResponse(parts=[ThinkingPart("count them"), TextPart("Let me count."), call]),
+                ModelRequest(parts=[ToolReturnPart("count_rows", "3", tool_call_id="c1")]),
+                ModelResponse(parts=[TextPart("There are 3 contacts.")])]
+    kept = shown_context(messages, 0, "Let me count.\n\nThere are 3 contacts.", [])
+    assert kept[1].parts == [ThinkingPart("count them"), call] and kept[2] == messages[2]
+    said = [part.content for message in kept for part in message.parts if isinstance(part, TextPart)]
+    assert said == ["Let me count.\n\nThere are 3 contacts."]
 
 
 # In real runs: the answer-checks skill asks again, and the user's next turn is given the accepted answer only.

@@ -138,7 +138,9 @@ def shown_context(messages: list[ModelMessage], start: int, text: str, refused: 
     """Return the run's model context as the user saw it: the refused attempts out, the final text as shown.
 
     An attempt the review sent back is the response before a request that only carries its feedback; both
-    go. The text of the run's last response becomes `text` (thinking with it); tool calls stay.
+    go. `text` is the whole answer shown, which the run's responses wrote in pieces ("Let me look." before
+    a tool call, then the rest): the last response says it all (its thinking goes with its old text), the
+    earlier ones keep their tool calls and thinking but lose their text, so nothing is said twice.
     """
     feedback = set(refused)
     kept: list[ModelMessage] = list(messages[:start])
@@ -152,12 +154,13 @@ def shown_context(messages: list[ModelMessage], start: int, text: str, refused: 
             continue
         kept.append(message)
         index += 1
-    for position in range(len(kept) - 1, start - 1, -1):
-        message = kept[position]
-        if isinstance(message, ModelResponse):
-            if any(isinstance(part, TextPart) for part in message.parts) or text:
-                kept[position] = replace(message, parts=_with_text(message.parts, text))
-            break
+    responses = [position for position in range(start, len(kept)) if isinstance(kept[position], ModelResponse)]
+    if responses and (text or any(isinstance(part, TextPart) for part in kept[responses[-1]].parts)):
+        for position in responses[:-1]:
+            if any(isinstance(part, TextPart) for part in kept[position].parts):
+                kept[position] = replace(kept[position], parts=[part for part in kept[position].parts
+                                                                if not isinstance(part, TextPart)])
+        kept[responses[-1]] = replace(kept[responses[-1]], parts=_with_text(kept[responses[-1]].parts, text))
     return kept
 
 

@@ -4,7 +4,7 @@ tool waits for the user, unless the admin set it to "never ask" (recorded in the
 from __future__ import annotations
 
 import pytest
-from pydantic_ai.messages import ModelRequest, ToolReturnPart
+from pydantic_ai.messages import BinaryContent, ModelRequest, ToolReturnPart
 
 from app.extensions import db
 from app.models import Agent, ApprovalRecord
@@ -48,6 +48,17 @@ def test_a_result_that_only_looks_fenced_is_fenced_again():
     once = ModelRequest(parts=[ToolReturnPart(tool_name="list_rows", content=fence("list_rows", "ok"),
                                               tool_call_id="c2")])
     assert _fenced_request(once, {}).parts[0].content == fence("list_rows", "ok")  # fenced once, not twice
+
+
+def test_a_result_with_files_has_its_text_fenced_and_its_files_kept():
+    image = BinaryContent(b"\x89PNG\r\n", media_type="image/png")
+    request = ModelRequest(parts=[ToolReturnPart(tool_name="fetch_page", content=[INJECTED, image],
+                                                 tool_call_id="c1")])
+    text, *files = _fenced_request(request, {}).parts[0].content
+    assert files == [image] and text.startswith(f'<{FENCE} source="fetch_page">\n{INJECTED}')
+    assert "1 file from this tool follows" in unfence(text)
+    again = ModelRequest(parts=[ToolReturnPart(tool_name="fetch_page", content=[text, image], tool_call_id="c1")])
+    assert _fenced_request(again, {}).parts[0].content == [text, image]  # fenced once, not twice
 
 
 def test_results_reach_the_model_fenced_and_the_history_keeps_them_as_they_were(app, client, admin, scripted_model):

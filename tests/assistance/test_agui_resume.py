@@ -1,6 +1,7 @@
-"""Resuming the AG-UI stream after any event id, the chat's own stream after any of its ids, and a stopped run's end.
+"""The chat's own stream resumes after any of its ids (it reads the run events the AG-UI stream reads; the
+AG-UI resume over HTTP is tests/agent_tools/test_agui_over_http.py), and how a stopped run ends in AG-UI.
 
-Every event is parsed and validated with ag-ui-protocol's models (`framed`, `check_order`).
+Every AG-UI event is parsed and validated with ag-ui-protocol's models (`framed`, `check_order`).
 """
 
 from __future__ import annotations
@@ -22,36 +23,11 @@ CLOCK = [{"name": "clock", "config": {}}]
 CSRF = re.compile(r'name="csrf_token" value="[^"]*"')
 
 
-def thread_of(app, client, model_config_id: int, skills=None) -> int:
+def thread_of(app, client, model_config_id: int) -> int:
     with app.app_context():
-        agent_id = make_agent(skills=skills or [], model_config_id=model_config_id).id
+        agent_id = make_agent(model_config_id=model_config_id).id
     return client.post("/api/conversations", data=json.dumps({"agentId": agent_id}),
                        content_type="application/json").json["data"]["id"]
-
-
-def resumed(client, run_id: str, after: int) -> list[tuple[int, str]]:
-    """Resume the run's AG-UI stream after an id; return each event's id and JSON, validated on the way."""
-    body = client.get(f"/api/agent/{run_id}", headers={"Last-Event-ID": str(after)}).get_data(as_text=True)
-    return [(event_id, event.model_dump_json()) for event_id, event in framed(body)]
-
-
-def test_resuming_after_any_event_id_yields_exactly_the_events_after_it(app, client, auth, scripted_model):
-    auth.login_as("user")
-    script = Script([("current_time", {"timezone": "UTC"})], "It is late.")
-    conversation_id = thread_of(app, client, scripted(scripted_model, script), CLOCK)
-    pairs = framed(stream(client, {"threadId": conversation_id, "message": "Time?"}).get_data(as_text=True))
-    events = [event for _id, event in pairs]
-    check_order(events)
-    assert [e.type.value for e in events] == [
-        "RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
-        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"]
-    ids = [event_id for event_id, _event in pairs]
-    assert all(before < after for before, after in zip(ids, ids[1:], strict=False)), ids
-    sent = [(event_id, event.model_dump_json()) for event_id, event in pairs]
-    run_id = events[0].run_id
-    for after in [0, *ids]:
-        assert resumed(client, run_id, after) == [pair for pair in sent if pair[0] > after], after
-    assert client.get(f"/api/agent/{run_id}?after={ids[4]}").get_data(as_text=True).count("event: ") == 4
 
 
 def test_the_chats_own_stream_resumes_after_any_of_its_ids(app, client, auth, scripted_model):

@@ -23,7 +23,7 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
 
     from app import database
     from app.extensions import csrf, db, jobs, login_manager, migrate
-    from app.web import errors, navigation, rendering, security, text_input
+    from app.web import cookies, errors, navigation, rendering, security, text_input
     from app.web import request as web_request
 
     web_request.init_app(app)  # before any route: the bounded `int` converter
@@ -34,6 +34,7 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
     login_manager.init_app(app)
     csrf.init_app(app)
     security.init_app(app)
+    cookies.init_app(app)
     text_input.init_app(app)  # after the sign-in check: anonymous visitors are sent to sign in first
     errors.init_app(app)
     navigation.init_app(app)

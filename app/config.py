@@ -12,7 +12,9 @@ DEFAULTS: dict[str, object] = {
     # Accounts and sessions
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Lax",
+    "SESSION_COOKIE_SECURE": False,  # both cookies are Secure over HTTPS anyway; True: always (app/web/cookies.py)
     "REMEMBER_COOKIE_HTTPONLY": True,
+    "REMEMBER_COOKIE_SAMESITE": "Lax",
     "WTF_CSRF_TIME_LIMIT": None,
     "PROXY_FIX_HOPS": 0,
     "MAX_CONTENT_LENGTH": 16 * 1024 * 1024,

@@ -6,9 +6,14 @@ import pytest
 from pydantic_ai.tools import DeferredToolRequests
 
 from app.extensions import db
-from app.models import ModelConfig
+from app.knowledge.embeddings import embedder_from_config
+from app.knowledge.indexing import index_knowledge_base
+from app.knowledge.library import put_document
+from app.models import Agent, KnowledgeBase, ModelConfig
+from app.runtime.model_spec import ModelSpec
 from app.runtime.profiles import Quirk, profile_for
-from app.runtime.providers import ModelSpec, build_model
+from app.runtime.providers import build_model
+from app.seed import DOCS_KB, WORKSPACE_ASSISTANT
 from tests.conftest import make_agent
 from tests.skill_chat import Script, chat_with, scripted
 
@@ -75,3 +80,54 @@ def test_the_agent_turn_runs_with_the_orchestration_profile(app, client, auth, s
     assert run.status == "succeeded"
     assert script.infos[0].model_settings["temperature"] == 0.7
     assert script.infos[0].model_settings["max_tokens"] == 321
+
+
+GUIDE = "# Backups\n\nBackups run every night at 02:00 and are kept for 30 days."
+ROLE_PROFILES = {"orchestration": {"temperature": 0.7, "max_tokens": 321},
+                 "documentation": {"temperature": 0.1, "max_tokens": 222}}
+
+
+@pytest.fixture
+def workspace_assistant_on(app, tmp_path, scripted_model):
+    """Put the seeded Workspace assistant on a scripted model with both profiles, its docs one small guide."""
+    embedder_from_config({"EMBEDDINGS": "minilm"}).embed(["warm up"])
+    app.config["CHROMA_PATH"] = str(tmp_path / "chroma")
+
+    def put_on(script: Script) -> int:
+        config_id = scripted(scripted_model, script)
+        with app.app_context():
+            db.session.get(ModelConfig, config_id).profiles = ROLE_PROFILES
+            assistant = db.session.scalar(db.select(Agent).where(Agent.name == WORKSPACE_ASSISTANT))
+            assistant.model_config_id = config_id
+            docs = db.session.scalar(db.select(KnowledgeBase).where(KnowledgeBase.name == DOCS_KB))
+            docs.folder = None
+            put_document(docs, "upload:backups.md", "backups.md", GUIDE.encode())
+            db.session.commit()
+            index_knowledge_base.delay(docs.id)
+            return assistant.id
+    return put_on
+
+
+def _settings(info) -> tuple:
+    return info.model_settings["temperature"], info.model_settings["max_tokens"]
+
+
+def test_the_workspace_assistant_writes_a_documentation_answer_with_the_documentation_profile(
+        app, client, auth, workspace_assistant_on):
+    script = Script([("search_knowledge", {"query": "when do backups run"})], "Backups run nightly at 02:00 [1].")
+    auth.login_as("user")
+    run, message = chat_with(app, client, workspace_assistant_on(script), "When do backups run?")
+    assert run.status == "succeeded", run.error
+    assert "02:00" in message.content and "/knowledge/passages/" in message.content
+    deciding, answering = script.infos
+    assert _settings(deciding) == (0.7, 321)  # choosing the tool: the agent's turn
+    assert _settings(answering) == (0.1, 222)  # writing from the documentation it found
+
+
+def test_a_turn_that_reads_no_documentation_keeps_the_orchestration_profile(app, client, auth,
+                                                                            workspace_assistant_on):
+    script = Script("Hello, what shall we build?")
+    auth.login_as("user")
+    run, message = chat_with(app, client, workspace_assistant_on(script), "Hi")
+    assert message.content == "Hello, what shall we build?"
+    assert [_settings(info) for info in script.infos] == [(0.7, 321)]

@@ -16,11 +16,13 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from app.models import Agent, User
 from app.runtime.deferred import never_ask_audit, standing_approvals
+from app.runtime.documentation_role import DocumentationRole
 from app.runtime.failures import tool_failure
 from app.runtime.guardrails import OutputGuardrail
+from app.runtime.model_spec import ModelSpec
 from app.runtime.profiles import profile_for
 from app.runtime.prompts import clock_variables, render
-from app.runtime.providers import ModelSpec, build_model
+from app.runtime.providers import build_model
 from app.runtime.record import TurnLog, TurnRecord
 from app.runtime.review import AnswerReview, reviewers_of
 from app.runtime.skill import Skill, SkillContext, SkillNotInstalled, _tool_names
@@ -149,8 +151,8 @@ def build_agent(app: Flask, spec: AgentSpec, person: Person, conversation_id: in
         for item in items:
             (toolsets if isinstance(item, AbstractToolset) else capabilities).append(item)
     review = AnswerReview(reviewers_of(built_skills), record)
-    capabilities.append(review)
     profile = profile_for(spec.model)
+    capabilities += [review, DocumentationRole(record, profile.settings("documentation"))]
     agent = PydanticAgent(
         build_model(spec.model),
         name=spec.name,

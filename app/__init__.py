@@ -21,7 +21,7 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
 
     settings.load(app, config)
 
-    from app import database
+    from app import accounts, database
     from app.extensions import csrf, db, jobs, login_manager, migrate
     from app.web import cookies, errors, navigation, rendering, security, text_input
     from app.web import request as web_request
@@ -32,6 +32,7 @@ def create_app(config: dict | None = None, *, views: bool = True) -> Flask:
     database.init_app(app)
     migrate.init_app(app, db, directory=str(Path(app.root_path).parent / "migrations"))
     login_manager.init_app(app)
+    accounts.init_app(app)  # who is signed in, before anything asks
     csrf.init_app(app)
     security.init_app(app)
     cookies.init_app(app)

@@ -30,7 +30,7 @@ from app.runtime import offline
 from app.runtime.builder import ToolErrorsAsResults
 from app.runtime.compaction import Summarizer
 from app.runtime.context_size import estimate_tokens
-from app.runtime.providers import OFFLINE_SPEC
+from app.runtime.model_spec import OFFLINE_SPEC
 from app.skills.compaction import Compaction, Config, compact_conversation_context
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False

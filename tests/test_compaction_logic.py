@@ -33,8 +33,8 @@ from app.runtime.compaction import (
     summary_request_text,
 )
 from app.runtime.context_size import FILE_TOKENS, estimate_tokens
+from app.runtime.model_spec import OFFLINE_SPEC
 from app.runtime.offline import SUMMARY_MARKER, make_offline_model
-from app.runtime.providers import OFFLINE_SPEC
 from app.skills.compaction import Config, compact_conversation_context
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False

@@ -20,7 +20,9 @@ from pydantic_ai.exceptions import (
 from app.guards.outbound import OutboundRefused
 from app.runtime import loop
 from app.runtime.failures import said_for_people
-from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
+from app.runtime.model_spec import ModelSpec
+from app.runtime.profiles import profile_for
+from app.runtime.providers import ModelUnavailable, build_model
 
 STATUS_MEANINGS = {
     400: "the request was refused; check the model name and its settings",
@@ -39,7 +41,7 @@ NOT_A_MODEL_API = "The server answered, but not as a {provider} model API does; 
 
 
 async def _ping(spec: ModelSpec) -> None:
-    settings = spec.settings("utility")
+    settings = profile_for(spec).settings("utility")
     settings["max_tokens"] = 16
     agent = PydanticAgent(build_model(spec), model_settings=settings)
     await agent.run("Reply with the single word: ok")

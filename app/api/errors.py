@@ -1,16 +1,8 @@
-"""The JSON API's one error shape: `{"code", "message", "fields"?}`, whatever the Accept header."""
+"""The JSON API's errors: raise `ApiError` from a view; it answers in the one JSON error shape."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from flask import jsonify
-
-CODES = {
-    400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED",
-    409: "CONFLICT", 413: "TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE", 422: "VALIDATION_FAILED",
-    429: "TOO_MANY_REQUESTS", 500: "SERVER_ERROR", 503: "SERVICE_UNAVAILABLE",
-}
+from app.web.json_errors import CODES, error_response
 
 
 class ApiError(Exception):
@@ -24,14 +16,6 @@ class ApiError(Exception):
         self.code = code or CODES.get(status, "ERROR")
         self.message = message
         self.fields = fields or {}
-
-
-def error_response(status: int, message: str, code: str | None = None, fields: dict[str, str] | None = None):
-    """Return the JSON error answer."""
-    body: dict[str, Any] = {"code": code or CODES.get(status, "ERROR"), "message": message}
-    if fields:
-        body["fields"] = fields
-    return jsonify(body), status
 
 
 def api_error_response(error: ApiError):

@@ -22,12 +22,10 @@ from flask import g
 from app.extensions import db
 from app.models import Agent, ApiToken, User
 from app.models.base import utcnow
-from app.models.tokens import TOKEN_PREFIX, TOKEN_SCOPES
+from app.models.tokens import EXPIRY_DAYS, MAX_RATE_LIMIT, TOKEN_PREFIX, TOKEN_SCOPES
 
 PREFIX = TOKEN_PREFIX
-EXPIRY_DAYS = (7, 30, 90, 365)
 MAX_TOKENS = 20
-MAX_RATE_LIMIT = 10_000  # requests per minute a token may be given
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 # How stale `last_used_at` may be before a request writes it again: one write a minute per token at most.
 LAST_USE_PRECISION = timedelta(minutes=1)

@@ -10,9 +10,9 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional, Regexp, ValidationError
 from wtforms.widgets import CheckboxInput, ListWidget
 
-from app.api.tokens import EXPIRY_DAYS, MAX_RATE_LIMIT
 from app.assistance.preferences import PreferenceError, update_preferences
 from app.models import User
+from app.models.tokens import EXPIRY_DAYS, MAX_RATE_LIMIT
 from app.policy.bidi import one_line
 from app.policy.schema_subset import InvalidJSON, loads_json
 from app.web.form_fields import NumberField

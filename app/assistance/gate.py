@@ -18,10 +18,10 @@ from typing import Any
 from flask import Flask, g, request
 from flask_login import current_user
 
-from app.api.errors import error_response
 from app.extensions import db
 from app.models import InstanceSetting
 from app.web.errors import render_error
+from app.web.json_errors import error_response
 from app.web.security import wants_json
 
 ENABLED_KEY = "assistant.enabled"

@@ -10,7 +10,7 @@ from app.agents.preview import run_preview
 from app.extensions import db
 from app.models import ROLES, Agent, ModelConfig
 from app.runtime.builder import AgentSpec, Person
-from app.runtime.providers import ModelSpec
+from app.runtime.model_spec import ModelSpec
 from app.skills import registry
 from app.web.security import admin_required
 

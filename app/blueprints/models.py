@@ -9,7 +9,7 @@ from app.agents.model_forms import read_model_form
 from app.extensions import db
 from app.models import ModelConfig
 from app.models.agents import MODEL_ROLES, PROVIDERS
-from app.runtime.providers import ModelSpec
+from app.runtime.model_spec import ModelSpec
 from app.web.security import admin_required
 
 bp = Blueprint("models", __name__)

@@ -11,6 +11,9 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from app.extensions import db
 from app.models.base import UTCDateTime, utcnow
 
+# The lifetimes a token may be given, in days, and the highest rate limit (requests per minute).
+EXPIRY_DAYS = (7, 30, 90, 365)
+MAX_RATE_LIMIT = 10_000
 # read: GET on /api/; chat: also what writes on /api/; openai: /v1/; mcp: /mcp/<agent>.
 TOKEN_SCOPES = ("read", "chat", "openai", "mcp")
 # A token is this prefix and 43 URL-safe characters (256 random bits); the output guardrails know the form.

@@ -17,24 +17,22 @@ from app.runtime.events import HEADER, NOTICE
 from app.runtime.history import load_history
 from app.runtime.loop import run as run_on_loop
 from app.runtime.model_choice import model_spec_for
+from app.runtime.model_spec import ModelSpec
 from app.runtime.offline import OFFLINE_PATTERNS
 from app.runtime.outcome import step_result
+from app.runtime.profiles import profile_for
 from app.runtime.prompts import clock_variables, render, render_prompt, template_error
-from app.runtime.providers import ModelSpec, ModelUnavailable, build_model
+from app.runtime.providers import ModelUnavailable, build_model
 from app.runtime.record import Passage, ToolCall, TurnRecord
 from app.runtime.services import Invalid, Refused, register_service
-from app.runtime.skill import (
+from app.runtime.skill import Built, Skill, SkillContext, ToolGroup, TurnEnd
+from app.runtime.tool_metadata import (
     DESTRUCTIVE_KEY,
     EFFECT_KEY,
     GROUP_KEY,
     MUTATES_KEY,
     ROUTING_ONLY_KEY,
     TRUSTED_RESULT_KEY,
-    Built,
-    Skill,
-    SkillContext,
-    ToolGroup,
-    TurnEnd,
     mutation,
 )
 from app.runtime.verdicts import Verdict
@@ -47,8 +45,9 @@ __all__ = [
     "OFFLINE_PATTERNS", "mutation",
     # The answer review: what a turn did (its record) and what a reviewer says of the answer
     "TurnRecord", "ToolCall", "Passage", "Verdict",
-    # Models and agents: which model a conversation runs on, building one, building another agent
-    "ModelSpec", "ModelUnavailable", "build_model", "model_spec_for", "AgentSpec", "Person", "build_agent",
+    # Models and agents: which model a conversation runs on, building one, a role's settings, building another agent
+    "ModelSpec", "ModelUnavailable", "build_model", "model_spec_for", "profile_for",
+    "AgentSpec", "Person", "build_agent",
     # The runtime's loop and a conversation's model context
     "run_on_loop", "load_history",
     # Run events a tool may show on the page (SkillContext.tell_page)

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic_ai import ToolReturn
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 
-from app.runtime.skill import MUTATES_KEY, ROUTING_ONLY_KEY
+from app.runtime.tool_metadata import MUTATES_KEY, ROUTING_ONLY_KEY
 
 VERSION = 1
 MAX_OUTCOMES = 12

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.extensions import db
 from app.models import Agent, Conversation, ModelConfig
-from app.runtime.providers import ModelSpec
+from app.runtime.model_spec import ModelSpec
 from app.runtime.skill import configured_skills
 
 

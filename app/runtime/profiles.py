@@ -4,7 +4,8 @@ Tools and skills ask the resolved profile of a model configuration for a role's 
 type (`profile_for(spec).settings("documentation")`, `.output_type("orchestration")`); they never look
 at model names. The roles:
 - orchestration: the agent's turn (tools, answers, calls that wait for a person); "chat" is its old name;
-- documentation: answers written from documentation, with citations;
+- documentation: answers written from documentation, with citations: a turn's requests from its first
+  knowledge search on (app/runtime/documentation_role.py);
 - utility: short, deterministic jobs (connection checks, classifications);
 - verifier: the answer review's checks the deterministic measures cannot decide (app/runtime/verifier.py);
   configured by giving the model configuration a profile for this role (else the utility profile's);
@@ -22,12 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import DeferredToolRequests
 
-if TYPE_CHECKING:
-    from app.runtime.providers import ModelSpec
+from app.runtime.model_spec import ModelSpec
 
 ROLES = ("orchestration", "documentation", "utility", "verifier", "summary", "title")
 ALIASES = {"chat": "orchestration"}
@@ -105,10 +106,8 @@ class ResolvedProfile:
     spec: ModelSpec
     quirks: tuple[Quirk, ...] = ()
 
-    def settings(self, role: str):
+    def settings(self, role: str) -> ModelSettings:
         """Return the model settings for a role (see the module's order of precedence)."""
-        from pydantic_ai.settings import ModelSettings
-
         role = role_of(role)
         merged: dict[str, Any] = {"timeout": self.spec.timeout}
         if self.spec.max_tokens:

@@ -13,69 +13,21 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import httpx
 import httpx2
-from flask import current_app, has_app_context
 from pydantic_ai.models import Model
-from pydantic_ai.settings import ModelSettings
 
-from app.guards.outbound import OutboundPolicy, PinnedAsyncTransport, guarded_legacy_async_client, policy_from_config
-from app.models import ModelConfig
+from app.guards.outbound import PinnedAsyncTransport, guarded_legacy_async_client
+from app.runtime.model_spec import ModelSpec
 from app.runtime.offline import make_offline_model
-from app.runtime.profiles import ROLE_DEFAULTS, profile_for  # noqa: F401 - ROLE_DEFAULTS is read from here too
+from app.runtime.profiles import profile_for
 
 log = logging.getLogger(__name__)
 
 
 class ModelUnavailable(Exception):
     """The configuration cannot make a model (a missing key, an unknown provider)."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A detached copy of a ModelConfig, safe to carry into the runtime loop."""
-
-    id: int | None
-    name: str
-    provider: str
-    model_name: str
-    base_url: str | None
-    api_key_env: str | None
-    context_window: int
-    max_tokens: int | None
-    temperature: float | None
-    timeout: float
-    profiles: dict
-    retries: int = 0
-    outbound: OutboundPolicy = OutboundPolicy()
-    """The guard every provider's base URL is reached through (OUTBOUND_* of the app)."""
-
-    @classmethod
-    def of(cls, config: ModelConfig | None) -> ModelSpec:
-        if config is None:
-            return OFFLINE_SPEC
-        # Read where the configuration is read (an app context); without one, the strictest guard.
-        outbound = policy_from_config(current_app.config) if has_app_context() else OutboundPolicy()
-        return cls(config.id, config.name, config.provider, config.model_name, config.base_url,
-                   config.api_key_env, config.context_window, config.max_tokens, config.temperature,
-                   config.timeout, dict(config.profiles or {}), config.retries or 0, outbound)
-
-    def settings(self, role: str = "orchestration") -> ModelSettings:
-        """Return the model settings for a role (app/runtime/profiles.py: defaults, overrides, quirks)."""
-        return profile_for(self).settings(role)
-
-    def timeout_message(self, seconds: float | None = None) -> str:
-        """Say which limit a request that timed out hit, and where it is set."""
-        seconds = seconds or self.timeout
-        retries = f", {self.retries} {'retry' if self.retries == 1 else 'retries'} included" if self.retries else ""
-        return (f"The provider did not answer within {seconds:g} s{retries} "
-                f"(timeout set on model configuration {self.name!r}).")
-
-
-OFFLINE_SPEC = ModelSpec(None, "Built-in offline model", "offline", "skilldesk-offline", None, None,
-                         32_000, None, None, 60.0, {})
 
 
 # Extra providers by name (plugins, and the scripted models of the test suite).

@@ -21,7 +21,7 @@ from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecu
 
 from app.policy.claims import Change, Finding, Suggestion, change_from_outcome, check_claims
 from app.runtime import evidence
-from app.runtime.skill import EFFECT_KEY, TRUSTED_RESULT_KEY, changes_state
+from app.runtime.tool_metadata import EFFECT_KEY, TRUSTED_RESULT_KEY, changes_state
 
 TEXT_CHARS = 4_000
 # Tools pydantic-ai itself provides whose results list the agent's own tools (the tool search).

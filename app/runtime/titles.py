@@ -25,6 +25,7 @@ from app.runtime import loop
 from app.runtime.guardrails import OutputGuardrail
 from app.runtime.model_choice import model_spec_for
 from app.runtime.plain_text import TRAILING, first_words, plain_text
+from app.runtime.profiles import profile_for
 from app.runtime.providers import ModelUnavailable, build_model
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ def fallback_title(question: str) -> str:
 async def ask_title_model(spec, question: str, answer: str) -> str:
     """Ask the title role for a structured title; one retry with what was wrong."""
     agent = PydanticAgent(build_model(spec), instructions=INSTRUCTIONS, output_type=GeneratedTitle,
-                          model_settings=spec.settings("title"), retries={"output": 1})
+                          model_settings=profile_for(spec).settings("title"), retries={"output": 1})
     # The question comes first and alone: the title describes it, the answer only helps.
     prompt = f"{question[:2000]}\n\n---\nThe answer it got:\n{answer[:2000]}"
     result = await agent.run(prompt)

@@ -26,7 +26,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
 from app.runtime import evidence
 from app.runtime.record import SERVER_KINDS, TurnRecord, trusted_result
-from app.runtime.skill import is_destructive
+from app.runtime.tool_metadata import is_destructive
 
 FENCE = "untrusted-data"
 INSTRUCTIONS = (

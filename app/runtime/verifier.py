@@ -19,8 +19,9 @@ from pydantic import BaseModel, Field
 from pydantic_ai import Agent as PydanticAgent
 
 from app.runtime import loop
+from app.runtime.model_spec import ModelSpec
 from app.runtime.profiles import profile_for
-from app.runtime.providers import ModelSpec, build_model
+from app.runtime.providers import build_model
 from app.runtime.untrusted import fence
 
 log = logging.getLogger(__name__)

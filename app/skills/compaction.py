@@ -36,6 +36,7 @@ from app.runtime.contract import (
     estimate_tokens,
     load_history,
     model_spec_for,
+    profile_for,
     run_on_loop,
     threshold_target,
     usage_ratio,
@@ -206,7 +207,7 @@ class Compaction(AbstractCapability[Any]):
         """Return the summarizer: "Summarize with" / "Summary model" if set, else the run's own model."""
         if self.summary_spec is None:
             return Summarizer(run_model)
-        return Summarizer(build_model(self.summary_spec), self.summary_spec.settings("summary"))
+        return Summarizer(build_model(self.summary_spec), profile_for(self.summary_spec).settings("summary"))
 
     def _keep(self, result: CompactionResult, original: list[ModelMessage]) -> list[ModelMessage]:
         if result.changed or result.failed:  # a failure is reported too, never as a shortening
@@ -256,7 +257,7 @@ async def compact_conversation_context(
     error = None
     if summarizer is None:
         try:
-            summarizer = Summarizer(build_model(model_spec), model_spec.settings("summary"))
+            summarizer = Summarizer(build_model(model_spec), profile_for(model_spec).settings("summary"))
         except ModelUnavailable as unavailable:  # a missing key: clearing alone still helps
             log.warning("compaction cannot build the summary model: %s", unavailable)
             error = f"The summary model is unavailable: {unavailable}"

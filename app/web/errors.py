@@ -10,9 +10,9 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError, MethodNotAllowed, NotFound
 from werkzeug.routing import RequestRedirect
 
-from app.api.errors import error_response
 from app.database import WriteTimeout, is_locked
 from app.extensions import db
+from app.web.json_errors import error_response
 from app.web.security import is_api_request, wants_json
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,6 @@ from flask import Flask, abort, current_app, g, jsonify, redirect, request, url_
 from flask_login import current_user
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app.accounts import sessions
 from app.extensions import db, login_manager
 from app.models import User
 
@@ -48,13 +47,6 @@ admin_required = roles_required("admin")
 member_required = roles_required("admin", "user")
 
 
-@login_manager.user_loader
-def load_user(token: str) -> User | None:
-    # Loaded on every request by its session's token, so a sign-out, a new password, a changed role
-    # or a deactivated account applies at once.
-    return sessions.load_user(token)
-
-
 @login_manager.unauthorized_handler
 def unauthorized() -> Any:
     if is_api_request():
@@ -79,7 +71,6 @@ def wants_json() -> bool:
 def init_app(app: Flask) -> None:
     login_manager.login_view = "auth.login"
     login_manager.session_protection = "strong"
-    login_manager._session_identifier_generator = sessions.session_identifier  # no X-Forwarded-For
     hops = int(app.config["PROXY_FIX_HOPS"] or 0)
     if hops:  # behind that many trusted proxies: take the client's address and scheme from them
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)

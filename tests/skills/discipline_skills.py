@@ -16,7 +16,8 @@ from pydantic_ai import ToolReturn
 from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
-from app.runtime.skill import Skill, ToolGroup, mutation
+from app.runtime.skill import Skill, ToolGroup
+from app.runtime.tool_metadata import mutation
 
 
 class NoConfig(BaseModel):

@@ -23,8 +23,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from app.runtime.compaction import is_cleared, summaries
 from app.runtime.context_size import estimate_tokens
+from app.runtime.model_spec import OFFLINE_SPEC
 from app.runtime.offline import SUMMARY_MARKER, extractive_summary
-from app.runtime.providers import OFFLINE_SPEC
 from app.runtime.skill import SkillContext
 from app.skills.compaction import Compaction, Config, is_context_overflow, skill
 

@@ -12,22 +12,37 @@ a negation, a question, a modal or a condition.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from app.policy.claims.lexicon import Kinds
 from app.policy.claims.reading import Clause, Sentence
 from app.policy.claims.records import Claim
 from app.policy.claims.things import Thing
-
-if TYPE_CHECKING:
-    from app.policy.claims.finder import Finder
 
 GUARDS = frozenset({"negation", "modal", "conditional", "request", "first_person", "other_persons"})
 STATE_WORDS = frozenset({"completion", "state_verbs"})
 ALONE = ("completion", "everything", "state_adverbs", "state_verbs", "state_passive", "adverb_passive")
 
 
+class ClauseReader(Protocol):
+    """What the state reader asks of the reader of a whole answer (app/policy/claims/finder.py `Finder`)."""
+
+    kinds: Kinds
+
+    @property
+    def last(self) -> Thing | None: ...
+
+    def things(self, clause: Clause, skip: frozenset[int] = frozenset(), language: str | None = None) -> list[Thing]:
+        ...
+
+    def _container(self, kind: str | None, things: list[Thing]) -> str | None: ...
+
+    def make(self, clause: Clause, action: str | None, kind: str | None, target: str | None, container: str | None,
+             count: int | None, earlier: bool, form: str, language: str, noun: str | None = None) -> Claim: ...
+
+
 class StateReader:
-    def __init__(self, finder: Finder) -> None:
+    def __init__(self, finder: ClauseReader) -> None:
         self.finder = finder
 
     def read(self, clause: Clause, sentence: Sentence, before: Clause | None, after: list[Clause]) -> list[Claim]:

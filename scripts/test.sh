@@ -34,7 +34,8 @@ else
 fi
 
 echo "== Test suite on SQLite"
-env -u SKILLDESK_TEST_DATABASE_URL .venv/bin/pytest "$@"
+notes="$(mktemp -t skilldesk-notes-XXXXXX)"  # what the suite has to say last (browser tests left out)
+env -u SKILLDESK_TEST_DATABASE_URL SKILLDESK_TEST_NOTES="$notes" .venv/bin/pytest "$@"
 sqlite_status=$?
 
 if [ -n "$pg_log" ]; then
@@ -47,4 +48,6 @@ if [ -n "$pg_log" ]; then
 fi
 
 echo "== Summary: SQLite run exit ${sqlite_status}, PostgreSQL run exit ${pg_status}"
+cat "$notes"
+rm -f "$notes"
 [ "$sqlite_status" -eq 0 ] && [ "$pg_status" -eq 0 ]

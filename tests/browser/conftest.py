@@ -1,7 +1,8 @@
 """Browser tests: Debian's chromium through Playwright, against the app served on 127.0.0.1 in a thread.
 
-The whole directory is skipped, saying why, when /usr/bin/chromium is not installed
-(`apt-get install -y chromium chromium-driver`); `playwright install` is never needed.
+When /usr/bin/chromium is not installed the whole directory is left out, and the run ends with one line
+saying how many tests that is and the command that installs it (`apt-get install -y chromium
+chromium-driver`); `playwright install` is never needed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from app import create_app
 from app.extensions import db
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's chromium; SKILLDESK_TEST_CHROMIUM names another binary (the test of a missing chromium names none).
+CHROMIUM = Path(os.environ.get("SKILLDESK_TEST_CHROMIUM", "/usr/bin/chromium"))
 HERE = Path(__file__).parent
 SCREENSHOTS = Path(__file__).parents[2] / "docs" / "screenshots"
 # How long an expectation may wait for the page to get there (Playwright's default is 5 s): generous, since
@@ -30,14 +32,35 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+INSTALL = "apt-get install -y chromium chromium-driver"
+MISSING = pytest.StashKey[int]()
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """Mark every test of this directory `browser`, and skip them all when chromium is missing."""
-    reason = f"{CHROMIUM} is not installed (apt-get install -y chromium chromium-driver)"
-    missing = pytest.mark.skipif(not CHROMIUM.exists(), reason=reason)
-    for item in items:
-        if HERE in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.browser)
-            item.add_marker(missing)
+    """Mark every test of this directory `browser`; leave them all out when chromium is missing.
+
+    Left out, not skipped one by one: the run then ends with one line saying how many and how to install
+    chromium (`pytest_terminal_summary`; scripts/test.sh repeats it as the last line of `make test`).
+    """
+    browser = [item for item in items if HERE in Path(str(item.path)).parents]
+    for item in browser:
+        item.add_marker(pytest.mark.browser)
+    if browser and not CHROMIUM.exists():
+        items[:] = [item for item in items if item not in set(browser)]
+        config.hook.pytest_deselected(items=browser)
+        config.stash[MISSING] = len(browser)
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """Say in one line that the browser tests did not run, and the command that installs chromium."""
+    missing = config.stash.get(MISSING, 0)
+    if missing:
+        line = (f"{missing} browser test{'s' if missing != 1 else ''} skipped: {CHROMIUM} is not installed; "
+                f"install it with: {INSTALL}")
+        terminalreporter.write_line(line, yellow=True, bold=True)
+        notes = os.environ.get("SKILLDESK_TEST_NOTES")
+        if notes:  # scripts/test.sh prints it again at the very end of `make test`
+            Path(notes).write_text(line + "\n")
 
 
 @pytest.fixture(scope="session")

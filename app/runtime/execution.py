@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import time
 
 from flask import Flask, current_app
 from pydantic_ai import CancellationToken, capture_run_messages
@@ -157,7 +156,9 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
     _tokens[turn.run_id] = token
     if turn.run_id in _interrupted:  # the server began to shut down before this run got its token
         token.cancel()
-    last_poll = time.monotonic()
+    # A Stop served by another process reaches this one as a wake-up; should that be missed, the flag in the
+    # database is read every CANCEL_POLL_SECONDS, whether or not the model is sending anything.
+    watcher = asyncio.create_task(_watch_cancel_flag(app, turn.run_id, token))
     try:
         with capture_run_messages() as captured:
             try:
@@ -187,10 +188,6 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                                 outcome.waiting = event.result.output
                         else:
                             translate(event, writer, outcome)
-                        if time.monotonic() - last_poll > CANCEL_POLL_SECONDS:
-                            last_poll = time.monotonic()
-                            if _cancel_requested(app, turn.run_id):
-                                token.cancel()
             except RunCancelled as error:
                 outcome.status = "cancelled"
                 if turn.run_id in _interrupted:
@@ -211,6 +208,7 @@ async def _drive(app: Flask, turn: Turn, writer: run_events.EventWriter, outcome
                     log.warning("run %s failed: %s", turn.run_id, outcome.error_detail, exc_info=error)
                 outcome.messages = list(captured)
     finally:
+        watcher.cancel()
         _tokens.pop(turn.run_id, None)
 
 
@@ -318,6 +316,21 @@ def _follow_ups(app: Flask, turn: Turn, outcome: Outcome, needs_title: bool) -> 
                 skill.after_turn(config, _turn_end(turn, outcome, built))
             except Exception:  # a skill's follow-up must never break the turn
                 log.exception("after_turn of skill %s failed (conversation %s)", skill.name, turn.conversation_id)
+
+
+async def _watch_cancel_flag(app: Flask, run_id: str, token: CancellationToken) -> None:
+    """Cancel the run once its database flag says Stop (read off the loop, a short query a second)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+        try:
+            requested = await loop.run_in_executor(None, _cancel_requested, app, run_id)
+        except Exception:  # the database is busy or gone for a moment: the next poll tries again
+            log.warning("run %s: could not read its Stop flag", run_id, exc_info=True)
+            continue
+        if requested:
+            token.cancel()
+            return
 
 
 def _cancel_requested(app: Flask, run_id: str) -> bool:

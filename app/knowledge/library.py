@@ -9,6 +9,7 @@ from pathlib import Path
 
 from flask import current_app
 
+from app.database import mark_purged
 from app.extensions import db
 from app.knowledge.parsing import MAX_BYTES, UnreadableDocument, kind_of, parse
 from app.models import KnowledgeBase, KnowledgeDocument, KnowledgePassage
@@ -142,10 +143,15 @@ def _remove_passages(kb: KnowledgeBase, document: KnowledgeDocument) -> None:
 
 
 def delete_document(document: KnowledgeDocument) -> None:
-    """Delete a document with its passages, their vectors and lexical rows; the caller commits."""
+    """Delete a document with its passages, their vectors and lexical rows; the caller commits.
+
+    Deleted on disk too: once committed, SQLite checkpoints its WAL and the vector store vacuums, as after a
+    chat's purge. Chats that retrieved its passages keep their quotes (the confirmation says so).
+    """
     _remove_passages(document.knowledge_base, document)
     db.session.delete(document)
     db.session.flush()
+    mark_purged()
 
 
 def delete_knowledge_base(kb: KnowledgeBase) -> None:
@@ -154,6 +160,7 @@ def delete_knowledge_base(kb: KnowledgeBase) -> None:
     db.session.execute(db.delete(KnowledgePassage).where(KnowledgePassage.knowledge_base_id == kb.id))
     db.session.execute(db.delete(KnowledgeDocument).where(KnowledgeDocument.knowledge_base_id == kb.id))
     db.session.delete(kb)
+    mark_purged()
     db.session.commit()
     clear_deleted_text()
 
@@ -170,6 +177,7 @@ def clear_deleted_text() -> None:
 
     if db.engine.dialect.name == "sqlite":
         db.session.execute(text("INSERT INTO knowledge_fts(knowledge_fts) VALUES ('optimize')"))
+        mark_purged()  # the merged segments freed the old ones' pages: checkpoint them out of the WAL too
         db.session.commit()
     vacuum_vectors.delay()
 

@@ -45,6 +45,8 @@ DEFAULTS: dict[str, object] = {
     # Background jobs
     "JOBS_IMMEDIATE": False,
     "JOBS_WORKERS": 2,
+    # After Ctrl+C a consumer waits this long for its jobs to finish, then exits (indexing stops sooner)
+    "JOBS_SHUTDOWN_SECONDS": 10,
     # Knowledge and embeddings
     "EMBEDDINGS": "minilm",
     "EMBEDDINGS_URL": None,

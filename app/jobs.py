@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -106,7 +107,47 @@ def ping(token: str) -> str:
 PING = TaskHandle("ping", ping)
 
 
-class EmbeddedConsumer(Consumer):
+_stopping = threading.Event()
+
+
+def stopping() -> bool:
+    """Whether this process's job consumer is shutting down: a long job stops at its next safe point.
+
+    Indexing checks it between batches and is resumed later (`resume_indexing`), so Ctrl+C on a consumer
+    never waits for a whole knowledge base to be embedded.
+    """
+    return _stopping.is_set()
+
+
+class StoppingConsumer(Consumer):
+    """huey's consumer, which tells the jobs it runs that it is stopping (`stopping()`)."""
+
+    def stop(self, graceful: bool = False) -> None:
+        _stopping.set()
+        super().stop(graceful)
+
+
+class _StoppingHuey:
+    """A huey whose consumers (`huey_consumer wsgi.huey`, `flask jobs worker`) say when they stop, and give
+    a job still running JOBS_SHUTDOWN_SECONDS after Ctrl+C up (its run ends interrupted, indexing resumes)."""
+
+    shutdown_seconds: float | None = None
+
+    def create_consumer(self, **options: Any) -> Consumer:
+        if options.get("shutdown_timeout") is None:
+            options["shutdown_timeout"] = self.shutdown_seconds
+        return StoppingConsumer(self, **options)
+
+
+class StoppingRedisHuey(_StoppingHuey, RedisHuey):
+    pass
+
+
+class StoppingSqliteHuey(_StoppingHuey, SqliteHuey):
+    pass
+
+
+class EmbeddedConsumer(StoppingConsumer):
     """A consumer that leaves signal handling to the web server it runs beside."""
 
     def _set_signal_handlers(self) -> None:
@@ -117,8 +158,11 @@ def _make_huey(app: Flask) -> Huey:
     if app.config["JOBS_IMMEDIATE"]:
         return MemoryHuey("skilldesk", immediate=True, results=False)
     if app.config.get("REDIS_URL"):
-        return RedisHuey("skilldesk", url=app.config["REDIS_URL"], results=False)
-    return SqliteHuey("skilldesk", filename=app.config["JOBS_SQLITE_PATH"], results=False)
+        huey: _StoppingHuey = StoppingRedisHuey("skilldesk", url=app.config["REDIS_URL"], results=False)
+    else:
+        huey = StoppingSqliteHuey("skilldesk", filename=app.config["JOBS_SQLITE_PATH"], results=False)
+    huey.shutdown_seconds = float(app.config["JOBS_SHUTDOWN_SECONDS"])
+    return huey  # type: ignore[return-value]
 
 
 def _in_app_context(app: Flask, fn: Callable[..., Any]) -> Callable[..., Any]:

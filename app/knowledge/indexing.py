@@ -13,6 +13,7 @@ from datetime import timedelta
 from huey import crontab
 
 from app.extensions import db, jobs
+from app.jobs import stopping
 from app.knowledge.chunking import CHUNKER_VERSION, chunk, embedded_text, pieces
 from app.knowledge.library import folder_error, sync_folder, vector_store
 from app.knowledge.names import index_text
@@ -77,8 +78,8 @@ def index_document(document: KnowledgeDocument, max_batches: int | None = None) 
             .order_by(KnowledgePassage.position).limit(BATCH)))
         if not batch:
             break
-        if max_batches is not None and batches >= max_batches:
-            return False
+        if (max_batches is not None and batches >= max_batches) or stopping():
+            return False  # left "indexing": resume_indexing takes it up again (after STALLED_AFTER)
         records = [record for passage in batch for record in vector_records(document, passage)]
         store.upsert(kb.collection, [id_ for id_, _, _ in records], [text for _, text, _ in records],
                      [meta for _, _, meta in records], keep_text=False)
@@ -123,6 +124,8 @@ def index_knowledge_base(kb_id: int, max_batches: int | None = None) -> None:
         document = db.session.get(KnowledgeDocument, document_id)
         if document is None or not needs_indexing(document):
             continue
+        if stopping():
+            return
         try:
             index_document(document, max_batches=max_batches)
         except Exception as error:  # an embedder or store failure is this document's, not the others'

@@ -159,3 +159,36 @@ def test_chroma_keeps_the_passages_vectors_but_none_of_their_text(app, tmp_path,
         files = [path for path in (tmp_path / "chroma").rglob("*") if path.is_file()]
         assert files and not [path.name for path in files if marker.encode() in path.read_bytes()]
         delete_knowledge_base(kb)
+
+
+def test_a_stopping_consumer_leaves_indexing_to_resume_later(app, knowledge_base):
+    """Ctrl+C on a job consumer: indexing stops before its next batch, kept for the next consumer to resume."""
+    from huey import MemoryHuey
+
+    from app import jobs
+
+    kb = knowledge_base()
+    document = add(kb, body=LONG * 3)
+    assert index_document(document, max_batches=1) is False  # one batch in when the consumer is stopped
+    done = document.passages_done
+    consumer = jobs.StoppingConsumer(MemoryHuey("stopping-test"), workers=1, worker_type="thread")
+    try:
+        consumer.stop()  # what huey does on SIGINT (without waiting: nothing runs in this consumer)
+        assert jobs.stopping()
+        index_knowledge_base.delay(kb.id)
+        db.session.refresh(document)
+        assert (document.status, document.passages_done) == ("indexing", done)  # not one batch more
+    finally:
+        jobs._stopping.clear()
+    index_knowledge_base.delay(kb.id)
+    db.session.refresh(document)
+    assert document.status == "indexed" and document.passages_done == document.passage_count
+
+
+def test_the_consumers_give_running_jobs_the_configured_time_after_ctrl_c(app, tmp_path):
+    from app import jobs
+
+    app.config.update(JOBS_IMMEDIATE=False, JOBS_SQLITE_PATH=str(tmp_path / "jobs.sqlite3"), JOBS_SHUTDOWN_SECONDS="7")
+    queue = jobs._make_huey(app)  # what `flask jobs worker` and `huey_consumer wsgi.huey` consume from
+    assert queue.create_consumer(workers=1, worker_type="thread").shutdown_timeout == 7.0
+    assert queue.create_consumer(workers=1, worker_type="thread", shutdown_timeout=3).shutdown_timeout == 3  # -t 3

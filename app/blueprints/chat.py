@@ -9,7 +9,8 @@ from app.assistance.context import ContextRejected, parse_context_text
 from app.assistance.forms import AcceptPreferenceForm
 from app.chat import conversations, turns
 from app.chat.compaction import parse_command
-from app.chat.conversations import export_json, export_markdown, get_own_conversation, transcript
+from app.chat.conversations import get_own_conversation, transcript
+from app.chat.exports import export_json, export_markdown
 from app.chat.pages import render_chat, sidebar_page
 from app.chat.purge import purge_conversation
 from app.extensions import db

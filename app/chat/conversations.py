@@ -1,20 +1,16 @@
-"""Queries on conversations: the owner's getter, the sidebar page, search, export."""
+"""Queries on conversations: the owner's getter, the sidebar page, search, the transcript (exports: exports.py)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 from flask import abort
 from flask_login import current_user
 from sqlalchemy import or_
 from sqlalchemy.sql.base import ExecutableOption
 
-from app.chat.call_summaries import call_summary, calls_by_message, markdown_lines
 from app.extensions import db
 from app.models import Conversation, Message
-from app.runtime import receipt
 
 
 def get_own_conversation(conversation_id: int, *options: ExecutableOption) -> Conversation:
@@ -98,70 +94,6 @@ def transcript(conversation: Conversation) -> list[Message]:
     """Return the conversation's messages in order."""
     return list(db.session.scalars(
         db.select(Message).where(Message.conversation_id == conversation.id).order_by(Message.id)))
-
-
-def export_markdown(conversation: Conversation, messages: list[Message]) -> str:
-    """Render the transcript as a Markdown document.
-
-    Each part of a message (heading, tool steps, status, text) is a block of its own, separated by a
-    blank line, so no part runs into the one before it (an answer is never a continuation of the last
-    step's bullet); a step stays on one line whatever its result holds.
-    """
-    blocks = [f"# {conversation.display_title}"]
-    names = {"user": "You", "assistant": conversation.agent.name if conversation.agent else "Assistant",
-             "notice": "Note"}
-    calls = calls_by_message(conversation.id)
-    for message in messages:
-        blocks.append(f"## {names.get(message.role, message.role)} — {message.created_at:%Y-%m-%d %H:%M} UTC")
-        if message.steps:
-            blocks.append("\n".join(
-                f"- tool `{step.get('name')}` {_one_line(step.get('args'))} → "
-                f"{_one_line((step.get('result') or '')[:500])}{' (failed)' if step.get('failed') else ''}"
-                for step in message.steps))
-        status = (message.meta or {}).get("status")
-        if status and status != "succeeded":
-            error = (message.meta or {}).get("error")
-            waits_for = (message.meta or {}).get("waiting_for")
-            status = f"{status} for {waits_for}" if status == "waiting" and waits_for else status
-            blocks.append(f"_({status}: {error})_" if error else f"_({status})_")
-        if message.content.strip():
-            blocks.append(message.content.strip("\n"))
-        # A turn that waited for a person: what it asked, and who decided what and when.
-        blocks += [markdown_lines(call) for call in calls.get(message.id, [])]
-        found = receipt.read(message.meta)
-        if found is not None:
-            blocks.append(_receipt_block(found))
-    return "\n\n".join(blocks) + "\n"
-
-
-def _receipt_block(found: dict[str, Any]) -> str:
-    """A turn's receipt as a quoted block: what it changed, and what it tried without changing anything."""
-    lines = [f"> **Receipt.** {receipt.headline(found)}"]
-    lines += [f"> - not changed: {entry.get('summary')}" for entry in found.get("unchanged") or []]
-    return "\n".join(lines)
-
-
-def _one_line(text: Any) -> str:
-    return " ".join(str(text or "").split())
-
-
-def export_json(conversation: Conversation, messages: list[Message]) -> str:
-    """Render the transcript as JSON."""
-    calls = calls_by_message(conversation.id)
-    data: dict[str, Any] = {
-        "id": conversation.id,
-        "title": conversation.title,
-        "agent": conversation.agent.name if conversation.agent else None,
-        "created_at": conversation.created_at.isoformat(),
-        "messages": [
-            {"id": m.id, "role": m.role, "content": m.content, "steps": m.steps or [], "meta": m.meta or {},
-             "input_tokens": m.input_tokens, "output_tokens": m.output_tokens,
-             "created_at": m.created_at.isoformat(),
-             **({"calls": [call_summary(call) for call in calls[m.id]]} if m.id in calls else {})}
-            for m in messages
-        ],
-    }
-    return json.dumps(data, ensure_ascii=False, indent=2)
 
 
 def _escape_like(text: str) -> str:

@@ -55,6 +55,8 @@ def page_context_of(table: DataTable, agent: Agent | None, record_key: int | Non
 
     A list page declares its layout as proposable (the user's default, and this list's view) only
     when the panel's agent has the proposal tools, as any client reading the capabilities would.
+    Each target's `current` is the value in force: the stored preference, and the layout this list
+    shows (which `?layout=` may set for the page alone); the proposal tools refuse to propose it.
     """
     page: dict[str, Any] = {"resource": f"data/{table.name}", "recordKey": record_key, "locale": "en"}
     if layout:
@@ -63,7 +65,8 @@ def page_context_of(table: DataTable, agent: Agent | None, record_key: int | Non
             schema = UI_SETTINGS["defaultListLayout"].schema
             page["proposable"] = [
                 {"kind": "preference", "target": {"namespace": "ui", "key": "defaultListLayout"},
-                 "schema": schema, "current": layout, "description": "Default layout of lists"},
+                 "schema": schema, "current": ui_setting(current_user, "defaultListLayout"),
+                 "description": "Default layout of lists"},
                 {"kind": "view_state", "target": {"resource": f"data/{table.name}", "view": "layout"},
                  "schema": schema, "current": layout, "description": f"Layout of the list of {table.label}"[:120]},
             ]

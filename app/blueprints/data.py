@@ -76,7 +76,9 @@ def index(name: str):
     definition = get_table_for(name)
     query = browse.read_list_query(definition, request.args)
     page, titles = browse.list_rows(definition, query)
-    return render_template("data/list.html", table=definition, query=query, page=page, titles=titles,
+    # htmx refreshes the records (Accept on a layout proposal); the toggle and the panels' context come out of band.
+    template = "data/_list_refresh.html" if is_htmx() else "data/list.html"
+    return render_template(template, table=definition, query=query, page=page, titles=titles,
                            columns=browse.shown_columns(definition, query),
                            layout=_layout(), operators=OPERATORS,
                            can=can(definition),

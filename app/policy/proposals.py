@@ -8,6 +8,8 @@ hands it to the model as a ModelRetry, storing nothing):
 - the reason is plain text of at most 240 characters: no markup, link or control character, and it
   passes the output guardrails (app/runtime/guardrails.py);
 - at most three proposals per message, and one per target.
+A value already in force (the `current` the page declared) is no proposal: it is refused with a plain statement
+(AlreadyInForce), not as a mistake, and no card is made.
 The server never applies a proposal and keeps no record of the user's decision.
 
 An answer that claims a pending proposal was applied ("I have updated", "ho modificato", ...) is
@@ -23,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.policy.claims import detect_language, find_claims
-from app.policy.schema_subset import InvalidJSON, compile_schema, loads_json
+from app.policy.schema_subset import InvalidJSON, compact_json, compile_schema, loads_json
 
 # The kinds of target a page may declare, each with the names that identify one (targets.py checks them).
 KINDS = {"preference": ("namespace", "key"), "view_state": ("resource", "view")}
@@ -75,6 +77,10 @@ CARD_POINTERS = (
 
 class ProposalRejected(ValueError):
     """A proposal call that breaks a rule; the message tells the model what to fix."""
+
+
+class AlreadyInForce(ValueError):
+    """A proposal of the value the target already has; the message says so, for the model to tell the user."""
 
 
 def check_reason(reason: Any, check_output: Callable[[str], str | None] | None = None) -> str:
@@ -137,6 +143,12 @@ class ProposalCollector:
         errors = schema.errors(value)
         if errors:
             raise ProposalRejected(f"The value does not fit the target's schema {schema.schema}: {errors[0]}.")
+        current = entry.get("current")
+        # Compared as JSON, so that true is not 1; a target that declared no current value has none in force.
+        if current is not None and compact_json(value) == compact_json(current):
+            name = ".".join(str(part) for part in key[1:])
+            raise AlreadyInForce(f"Nothing to propose: {name} is already {compact_json(value)}, so there is no card. "
+                                 "Tell the user it is already so; do not say that you changed or suggested it.")
         proposal = {"id": str(uuid.uuid4()), "schemaVersion": SCHEMA_VERSION, "kind": kind,
                     "target": dict(entry["target"]), "current": entry.get("current"), "proposed": value,
                     "reason": check_reason(reason, self.check_output)}

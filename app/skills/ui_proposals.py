@@ -2,7 +2,8 @@
 
 The tools are offered only when the message's page declared a target of their kind
 (`context.page.proposable`). A proposal is never applied on the server: it is stored in the
-answer's metadata (`proposals`) and the client applies it when the user accepts. The answer is
+answer's metadata (`proposals`) and the client applies it when the user accepts. A proposal of the
+value already in force stores nothing, and the tool says so. The answer is
 shown once it is checked, whether or not a proposal was stored: an answer that claims a proposal was
 applied is replaced by a plain statement that it waits for the user, and one that claims a change or
 a suggestion no proposal of this turn made is asked again, then says that nothing changed. A reason
@@ -23,6 +24,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from app.policy.claims import is_applied
 from app.policy.proposals import (
     NOT_PROPOSED_FEEDBACK,
+    AlreadyInForce,
     ProposalCollector,
     ProposalRejected,
     claims_suggestion,
@@ -68,6 +70,8 @@ class UiProposals(AbstractCapability[Any]):
                 proposal = collector.propose(kind, target, value, reason)
             except ProposalRejected as error:
                 raise ModelRetry(str(error)) from None
+            except AlreadyInForce as statement:  # no mistake to retry: nothing is stored, and the model is told so
+                return str(statement)
             return (f"Proposal {proposal['id']} waits for the user to accept or refuse it. It is not applied; "
                     "do not say that it was.")
 

@@ -68,6 +68,9 @@ def test_accepting_the_proposal_switches_the_list_to_cards_and_it_persists(page:
     page.get_by_test_id("proposal-accept").click()
     expect(page.get_by_test_id("proposal-decision")).to_have_text("Accepted.")
     expect(page.get_by_test_id("records")).to_have_attribute("data-layout", "cards")
+    # The toggle says what is shown, without a reload (it stayed on Table until one).
+    expect(page.get_by_test_id("layout-cards")).to_have_attribute("aria-pressed", "true")
+    expect(page.get_by_test_id("layout-table")).to_have_attribute("aria-pressed", "false")
     page.reload()
     expect(page.get_by_test_id("records")).to_have_attribute("data-layout", "cards")
 

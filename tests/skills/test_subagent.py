@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import ValidationError
 from pydantic_ai.messages import (
@@ -15,6 +17,7 @@ from pydantic_ai.messages import (
 
 from app.extensions import db
 from app.models import Agent, Conversation, Message, Run
+from app.runtime import execution
 from app.runtime.untrusted import unfence
 from app.skills.subagent import Config
 from tests.chat_driver import outcome, send, sse_events, start_chat
@@ -242,6 +245,29 @@ def test_hand_over_switches_the_conversation_and_the_next_turn_runs_on_the_other
     assert any("Handover prompt for" in str(content) for content in returned)
     page = client.get(f"/chat/{conversation_id}").text
     assert f"handed the conversation over to {billing_name}" in page
+
+
+def test_after_a_hand_over_the_composer_names_the_new_agent_without_a_reload(app, client, auth, scripted_model):
+    _billing_id, billing_name = agent_with(app, scripted_model, Script(answer="Billing here"), "Billing")
+    front = Script("hand_over_to_billing", {"reason": "An invoice question."}, answer="Handing over")
+    front_id, front_name = agent_with(app, scripted_model, front, "Front desk", skills=[
+        subagent(billing_name, mode="handover", tool_name="hand_over_to_billing")])
+    auth.login_as("user")
+    conversation_id = start_chat(app, client, front_id)
+    page = client.get(f"/chat/{conversation_id}").text
+    assert f'placeholder="Message {front_name} — ' in page
+    response = client.post(f"/chat/{conversation_id}/messages", data={"text": "Why is my invoice wrong?"},
+                           headers={"HX-Request": "true"})
+    run_id = re.search(r'id="run-([0-9a-f-]+)"', response.text).group(1)
+    execution.wait(run_id)
+
+    # The run's stream swaps the agent's name and the composer's text box out of band, in the header event.
+    header = next(event["data"] for event in sse_events(client.get(f"/runs/{run_id}/events").text)
+                  if event["event"] == "header")
+    box = re.search(r'<textarea [^>]*id="composer-text"[^>]*>', header).group(0)
+    assert 'hx-swap-oob="true"' in box and f'placeholder="Message {billing_name} — ' in box
+    assert front_name not in header
+    assert f'placeholder="Message {billing_name} — ' in client.get(f"/chat/{conversation_id}").text
 
 
 def test_hand_over_to_an_agent_the_user_may_not_use_is_refused(app, client, auth, scripted_model):

@@ -11,7 +11,7 @@ from app.extensions import db
 from app.guards.credentials import save_credential
 from app.models import RunEvent, User
 from app.policy.claims import claims_applied
-from app.policy.proposals import PENDING, ProposalRejected, check_reason
+from app.policy.proposals import NOT_PROPOSED, PENDING, ProposalRejected, check_reason
 from app.runtime import execution
 from app.tables.schema import get_table
 from tests.chat_driver import last_run_id, outcome, start_chat
@@ -23,12 +23,12 @@ LAYOUT = {"type": "string", "enum": ["table", "cards"]}
 SKILL = [{"name": "ui_proposals", "config": {}}]
 
 
-def declared(resource: str = "data/orders") -> list[dict]:
+def declared(resource: str = "data/orders", current: str = "table") -> list[dict]:
     return [
         {"kind": "preference", "target": {"namespace": "ui", "key": "defaultListLayout"}, "schema": LAYOUT,
-         "current": "table", "description": "Default layout of lists"},
+         "current": current, "description": "Default layout of lists"},
         {"kind": "view_state", "target": {"resource": resource, "view": "layout"}, "schema": LAYOUT,
-         "current": "table", "description": "Layout of this list"},
+         "current": current, "description": "Layout of this list"},
     ]
 
 
@@ -124,6 +124,32 @@ def test_a_call_that_breaks_a_rule_is_retried_and_nothing_is_stored(app, client,
     assert "proposals" not in message.meta and message.content == "Nothing to suggest."
     [(content, _attempt)] = script.retries
     assert fix in str(content)
+
+
+@pytest.mark.parametrize("call", [cards(), ("propose_view_state", {"resource": "data/orders", "view": "layout",
+                                                                 "value": '"cards"', "reason": "Cards fit."})])
+def test_a_proposal_of_the_value_in_force_makes_no_card_and_the_answer_may_not_claim_the_switch(
+        app, client, auth, scripted_model, orders, call):
+    # The model insists: it claims the switch after the no-op result, and again when asked to fix that.
+    script = Script([call], "I switched your layout to cards.", "I switched your layout to cards.")
+    message, _events, user = run_chat(app, client, auth, scripted_model, script,
+                                      {"proposable": declared(current="cards")})
+    assert "proposals" not in message.meta and script.retries == []  # refused plainly, not as a mistake
+    [step] = message.steps
+    assert not step["failed"] and 'already "cards"' in step["result"] and "no card" in step["result"]
+    assert message.content == NOT_PROPOSED["en"] and "switched" not in message.content
+    assert message.meta["proposal_check"] == {"unsupported": True}
+    assert user.preferences == {}
+    page = client.get(f"/chat/{message.conversation_id}", headers={"HX-Request": "true"}).text
+    assert 'data-testid="proposal"' not in page and "I switched" not in page
+
+
+def test_a_proposal_of_the_value_in_force_lets_the_model_say_so(app, client, auth, scripted_model, orders):
+    script = Script([cards()], "Your lists already use cards, so there is nothing to change.")
+    message, _events, _user = run_chat(app, client, auth, scripted_model, script,
+                                       {"proposable": declared(current="cards")})
+    assert "proposals" not in message.meta
+    assert message.content == "Your lists already use cards, so there is nothing to change."
 
 
 def test_a_reason_that_leaks_a_saved_credential_is_retried_naming_the_rule(app, client, auth, scripted_model):

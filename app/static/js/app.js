@@ -58,7 +58,8 @@
     if (!records || !window.htmx) return;
     var url = new URL(window.location.href);
     if (layout) url.searchParams.set("layout", layout);
-    htmx.ajax("GET", url.pathname + url.search, {target: "#records", select: "#records", swap: "outerHTML"});
+    // The answer is the records, with the Table/Cards toggle and the panels' page context out of band.
+    htmx.ajax("GET", url.pathname + url.search, {target: "#records", swap: "outerHTML"});
   }
   document.addEventListener("click", function (event) {
     var accept = event.target.closest("[data-proposal-accept]");
@@ -144,6 +145,13 @@
   document.addEventListener("htmx:afterSettle", function () {
     if (anchor && anchor.isConnected) scrollerOf(anchor).scrollTop += anchor.getBoundingClientRect().top - anchorTop;
     anchor = null;
+  });
+
+  // A text box swapped out of band (the composer after a hand-over, for its placeholder) keeps what the user
+  // had typed in it; htmx keeps its focus and caret.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var box = event.detail.target, fresh = event.detail.fragment.firstElementChild;
+    if (box.matches("textarea") && fresh && fresh.matches("textarea") && fresh.id === box.id) fresh.value = box.value;
   });
 
   document.addEventListener("DOMContentLoaded", function () { decorate(document); scrollTranscript(); expireNotices(document); });

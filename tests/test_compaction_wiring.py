@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, TextPart
 
@@ -9,7 +12,7 @@ from app.extensions import db
 from app.models import CompactionRecord, Conversation, Message, Run
 from app.runtime import execution, offline
 from app.runtime.compaction import SUMMARY_HEADER
-from tests.chat_driver import start_chat
+from tests.chat_driver import sse_events, start_chat
 
 LONG = ("Please file invoice INV-{n} for order #{n}0 from https://example.org/orders/{n} and note that "
         "the customer asked for delivery before the end of the month. ") * 8
@@ -84,6 +87,49 @@ def test_threshold_compaction_runs_after_the_reply(app, client, auth):
         notices = db.session.scalars(db.select(Message.content).where(Message.role == "notice")).all()
     assert SUMMARY_HEADER in context
     assert notices and all("shortened" in notice for notice in notices)
+
+
+def test_the_notice_of_a_compaction_after_the_reply_reaches_the_open_page(app, client, auth):
+    """As the page sees it: the run's end says a notice may follow and where to look; the look places it after
+    the answer, as a reload does, and says nothing of a notice a run or a command stored."""
+    conversation_id = compacting_chat(app, client, auth, settings(compact_above=1_000, keep_recent_messages=200,
+                                                             keep_recent_tool_results=100))
+    for n in range(1, 4):
+        say(app, client, conversation_id, LONG.format(n=n))
+    with app.app_context():
+        notice = db.session.scalar(db.select(Message).where(Message.role == "notice").order_by(Message.id.desc()))
+        assert notice is not None and notice.run_id is None, "the job made no notice after a reply"
+        run_id, answer_id = db.session.execute(
+            db.select(Run.id, Message.id).join(Message, Message.run_id == Run.id)
+            .where(Run.conversation_id == conversation_id, Message.role == "assistant", Message.id < notice.id)
+            .order_by(Message.id.desc()).limit(1)).one()
+    end = next(event["data"] for event in sse_events(client.get(f"/runs/{run_id}/events").text)
+               if event["event"] == "end")
+    look = re.search(r'hx-get="([^"]*/notices[^"]*)"', end).group(1)
+    assert look == f"/chat/{conversation_id}/after/{answer_id}/notices?tries=0"
+    found = client.get(html.unescape(look))
+    assert found.status_code == 200
+    assert f'hx-swap-oob="afterend:#message-{answer_id}"' in found.text
+    assert f'id="message-{notice.id}"' in found.text and "shortened" in found.text
+    assert "hx-get" not in found.text  # found: no further look
+    # Before the notice (after the later one): nothing yet, and another look, up to a bound.
+    later = client.get(f"/chat/{conversation_id}/after/{notice.id}/notices?tries=0").text
+    assert "hx-swap-oob" not in later and "tries=1" in later
+    assert client.get(f"/chat/{conversation_id}/after/{notice.id}/notices?tries=99").text.strip() == ""
+    auth.logout()
+    auth.login_as("admin")  # someone else's chat names nothing
+    assert client.get(html.unescape(look)).status_code == 404
+
+
+def test_a_turn_of_an_agent_without_after_reply_jobs_looks_for_no_notice(app, client, auth):
+    auth.login_as("user")
+    conversation_id = start_chat(app, client)
+    say(app, client, conversation_id, "Hello")
+    with app.app_context():
+        run_id = db.session.scalar(db.select(Run.id).where(Run.conversation_id == conversation_id))
+    end = next(event["data"] for event in sse_events(client.get(f"/runs/{run_id}/events").text)
+               if event["event"] == "end")
+    assert "/notices" not in end
 
 
 def test_deleting_the_conversation_purges_the_records(app, client, auth):

@@ -119,6 +119,7 @@ ROUTES: dict[str, Access] = {
     "chat.send": Access(MEMBERS, owner=True, args=CONVERSATION, data={"text": ""}),
     "chat.rename": Access(owner=True, args=CONVERSATION, data={"title": "Renamed"}),
     "chat.title": Access(owner=True, args=CONVERSATION),
+    "chat.notices_after": Access(owner=True, args={**CONVERSATION, "message_id": 1}),
     "chat.accept_preference": Access(owner=True, args=CONVERSATION,
                                      data={"namespace": "ui", "key": "theme", "value": '"dark"'}),
     "chat.delete": Access(owner=True, args=CONVERSATION, changes=True),

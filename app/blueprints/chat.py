@@ -183,6 +183,30 @@ def title(conversation_id: int):
     return render_template("chat/_title_poll.html", conversation=conversation, tries=tries)
 
 
+NOTICE_LOOKS = 8  # about 19 s in all, as the title's: an after-reply compaction is one summary request
+
+
+@bp.route("/<int:conversation_id>/after/<int:message_id>/notices")
+def notices_after(conversation_id: int, message_id: int):
+    """Poll for the notices a job added after an answer (the compaction after a reply), to place after it.
+
+    Only job notices (no run; what a run stores comes with its stream, a command's with its answer).
+    """
+    conversation = get_own_conversation(conversation_id)
+    tries = request.args.get("tries", 0, type=int)
+    # Those between this answer and the next message: a later answer's job notice is that answer's.
+    following = db.session.scalar(db.select(db.func.min(Message.id)).where(
+        Message.conversation_id == conversation.id, Message.id > message_id, Message.role != "notice"))
+    between = db.select(Message).where(Message.conversation_id == conversation.id, Message.role == "notice",
+                                       Message.run_id.is_(None), Message.id > message_id)
+    if following is not None:
+        between = between.where(Message.id < following)
+    notices = [notice for notice in db.session.scalars(between.order_by(Message.id))
+               if (notice.meta or {}).get("compaction") == "threshold"]
+    return render_template("chat/_notices_after.html", conversation=conversation, after=message_id,
+                           notices=notices, tries=tries, tries_max=NOTICE_LOOKS)
+
+
 @bp.route("/<int:conversation_id>/delete", methods=["POST"])
 def delete(conversation_id: int):
     conversation = get_own_conversation(conversation_id)

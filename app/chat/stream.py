@@ -38,7 +38,7 @@ def encode_html(event: RunEvent | StoredEvent, run_id: str) -> str:
         # A panel's page has no chat title or sidebar to update (htmx logged a missing target for each).
         title_pending = data.get("title_pending", True) and conversation.source not in PANEL_SOURCES
         return render_template("chat/_message.html", message=message, conversation=conversation, ended=True,
-                               title_pending=title_pending)
+                               title_pending=title_pending, notices_pending=data.get("notices_pending", False))
     if event.type == NOTICE:
         notice = db.session.get(Message, data.get("message_id") or 0)
         return render_template("chat/_live_notice.html", message=notice, run_id=run_id) if notice else ""

@@ -275,9 +275,12 @@ def _finish(turn: Turn, outcome: Outcome, writer: run_events.EventWriter) -> boo
     needs_title = kept and row.title is None
     # The text not yet stored lands with the end event, in this transaction. The end tells the page
     # whether a title is on its way, so a chat that has one does not render it again.
+    # And whether a job after the reply may add a notice (a skill's `after_turn`: the compaction above its
+    # threshold), for the page to look for it.
+    notices_pending = kept and outcome.status == "succeeded" and any(skill.after_turn for skill, *_ in outcome.skills)
     writer.stage(*[(run_events.NOTICE, {"message_id": notice.id}) for notice in notices],
                  (run_events.END, {"status": outcome.status, "error": outcome.error, "message_id": message.id,
-                                   "title_pending": needs_title}))
+                                   "title_pending": needs_title, "notices_pending": notices_pending}))
     db.session.commit()
     log.info("run %s %s: %s requests, %s+%s tokens", turn.run_id, outcome.status, outcome.requests,
              outcome.input_tokens, outcome.output_tokens)

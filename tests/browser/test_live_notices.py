@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -50,6 +51,7 @@ class FrontDesk:
 
     def __init__(self) -> None:
         self.requests = 0
+        self.release = threading.Event()  # the answer's last words wait for the test (its reload mid-run)
 
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if info.instructions and SUMMARY_MARKER in info.instructions:
@@ -67,8 +69,10 @@ class FrontDesk:
     async def stream(self, messages: list[ModelMessage], info: AgentInfo):
         response = self.respond(messages, info)
         if isinstance(response.parts[0], TextPart) and response.parts[0].content == "".join(ANSWER):
-            for word in ANSWER:  # slow enough to reload the page while it streams
-                await asyncio.sleep(0.6)
+            for n, word in enumerate(ANSWER):
+                if n == 2:  # the run goes on only once the test has reloaded the page mid-run
+                    while not self.release.is_set():
+                        await asyncio.sleep(0.05)
                 yield word
             return
         async for chunk in streamed(response):
@@ -108,6 +112,7 @@ def test_notices_and_the_header_arrive_live_and_once(page: Page, app, live_serve
     page.reload()  # during the run: the notice is shown once, and the run goes on
     expect(page.locator("article.message.assistant.live")).to_have_count(1)
     expect(notices).to_have_text([handover])
+    script.release.set()
     answer = page.locator("#transcript article.message.assistant:not(.live)")
     expect(answer).to_contain_text("one moment please.", timeout=10_000)
     # The overflow's compaction notice arrives with the end of the run, before the answer, as stored.
@@ -118,3 +123,28 @@ def test_notices_and_the_header_arrive_live_and_once(page: Page, app, live_serve
     page.reload()
     expect(notices).to_have_text([handover, re.compile(r"The conversation was shortened for the model")])
     expect(page.locator(".chat-head .agent-name")).to_have_text(billing_name)
+
+
+def test_the_notice_of_a_compaction_after_the_reply_arrives_without_a_reload(page: Page, app, live_server):
+    with app.app_context():
+        user = make_user("user", name="Nia", email="nia@example.org")
+        agent = make_agent("Clerk", skills=[{"name": "compaction", "config": {
+            "compact_above": 1_000, "keep_recent_messages": 200, "keep_recent_tool_results": 100}}])
+        conversation = Conversation(user_id=user.id, agent_id=agent.id, title="Invoices")
+        db.session.add(conversation)
+        db.session.commit()
+        chat_url = f"{live_server.url}/chat/{conversation.id}"
+    sign_in(page, live_server.url, "nia@example.org")
+    page.goto(chat_url)
+    notices = page.locator("#transcript article.message.notice")
+    answers = page.locator("#transcript article.message.assistant:not(.live)")
+    for n in range(1, 4):
+        send(page, f"Please file invoice INV-{n} for order {n}0 and note the delivery date of the month. " * 20)
+        expect(answers).to_have_count(n, timeout=15_000)
+    # The job after a reply shortened the context: its notice shows after that answer, as a reload shows it.
+    expect(notices.first).to_contain_text("The conversation was shortened for the model", timeout=25_000)
+    placed = "el => [el.id, el.previousElementSibling.id]"
+    live = notices.first.evaluate(placed)
+    page.reload()
+    expect(notices.first).to_be_visible()
+    assert notices.first.evaluate(placed) == live

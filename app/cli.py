@@ -79,6 +79,7 @@ def jobs_worker_command(workers: int | None, periodic: bool) -> None:
     if app.config["JOBS_IMMEDIATE"]:
         raise click.UsageError("JOBS_IMMEDIATE is on: jobs run inline, there is nothing to consume")
     queue = app.extensions["jobs"]
+    queue.huey.exit_hooks = [lambda: interrupt_here(app)]  # should it leave jobs running past its timeout
     consumer = queue.huey.create_consumer(workers=workers or int(app.config["JOBS_WORKERS"]),
                                           worker_type="thread", periodic=periodic)
     click.echo(f"Consuming jobs from {type(queue.huey).__name__} with {consumer.workers} thread(s)")

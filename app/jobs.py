@@ -9,11 +9,11 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
-import threading
+import os
 from collections.abc import Callable
 from typing import Any
 
-from flask import Flask, current_app
+from flask import Flask, current_app, has_app_context
 from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey
 from huey.consumer import Consumer
 
@@ -107,24 +107,37 @@ def ping(token: str) -> str:
 PING = TaskHandle("ping", ping)
 
 
-_stopping = threading.Event()
-
-
 def stopping() -> bool:
-    """Whether this process's job consumer is shutting down: a long job stops at its next safe point.
+    """Whether the job consumer of this app's queue is shutting down: a long job stops at its next safe point.
 
     Indexing checks it between batches and is resumed later (`resume_indexing`), so Ctrl+C on a consumer
     never waits for a whole knowledge base to be embedded.
     """
-    return _stopping.is_set()
+    queue = current_app.extensions.get("jobs") if has_app_context() else None
+    return bool(queue is not None and getattr(queue.huey, "consumer_stopping", False))
 
 
 class StoppingConsumer(Consumer):
-    """huey's consumer, which tells the jobs it runs that it is stopping (`stopping()`)."""
+    """huey's consumer, which tells the jobs of its queue that it is stopping (`stopping()`)."""
+
+    def start(self) -> None:
+        self.huey.consumer_stopping = False
+        super().start()
+
+    # Past the shutdown timeout a job still runs (a model loading, a slow request): leave at once, as a second
+    # Ctrl+C would. Interpreter shutdown cannot stop such a thread and aborts in native code if it tries.
+    exits_when_abandoned = True
 
     def stop(self, graceful: bool = False) -> None:
-        _stopping.set()
+        self.huey.consumer_stopping = True
         super().stop(graceful)
+        abandoned = [worker.name for _, worker in self.worker_threads if worker.is_alive()]
+        if graceful and abandoned and self.exits_when_abandoned:
+            log.warning("leaving jobs still running after the shutdown timeout: %s", ", ".join(abandoned))
+            for hook in getattr(self.huey, "exit_hooks", ()):
+                hook()  # e.g. runs started by jobs end interrupted (flask jobs worker)
+            logging.shutdown()
+            os._exit(0)
 
 
 class _StoppingHuey:
@@ -148,7 +161,9 @@ class StoppingSqliteHuey(_StoppingHuey, SqliteHuey):
 
 
 class EmbeddedConsumer(StoppingConsumer):
-    """A consumer that leaves signal handling to the web server it runs beside."""
+    """A consumer that leaves signal handling, and the process's exit, to the server it runs beside."""
+
+    exits_when_abandoned = False
 
     def _set_signal_handlers(self) -> None:
         pass

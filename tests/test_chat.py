@@ -516,5 +516,6 @@ def test_export_markdown_keeps_the_answer_apart_from_the_tool_steps(app, client,
     exported = client.get(f"/chat/{conversation_id}/export.md").text
     html = MarkdownIt("commonmark").render(exported)
     # The step is a list of its own and the answer a paragraph after it, not a continuation of the bullet.
-    assert re.search(r"<ul>\n<li>tool <code>current_time</code> [^<]*Europe/Rome[^<]*</li>\n</ul>\n"
+    assert re.search(r"<ul>\n<li>tool <code>current_time</code> <code>[^<]*Europe/Rome[^<]*</code> → "
+                     r"<code>[^<]*</code></li>\n</ul>\n"
                      r"<p>It is <strong>late</strong>.\nGo to bed.</p>", html), exported

@@ -163,15 +163,14 @@ def test_chroma_keeps_the_passages_vectors_but_none_of_their_text(app, tmp_path,
 
 def test_a_stopping_consumer_leaves_indexing_to_resume_later(app, knowledge_base):
     """Ctrl+C on a job consumer: indexing stops before its next batch, kept for the next consumer to resume."""
-    from huey import MemoryHuey
-
     from app import jobs
 
     kb = knowledge_base()
     document = add(kb, body=LONG * 3)
     assert index_document(document, max_batches=1) is False  # one batch in when the consumer is stopped
     done = document.passages_done
-    consumer = jobs.StoppingConsumer(MemoryHuey("stopping-test"), workers=1, worker_type="thread")
+    queue = app.extensions["jobs"].huey
+    consumer = jobs.StoppingConsumer(queue, workers=1, worker_type="thread")
     try:
         consumer.stop()  # what huey does on SIGINT (without waiting: nothing runs in this consumer)
         assert jobs.stopping()
@@ -179,7 +178,7 @@ def test_a_stopping_consumer_leaves_indexing_to_resume_later(app, knowledge_base
         db.session.refresh(document)
         assert (document.status, document.passages_done) == ("indexing", done)  # not one batch more
     finally:
-        jobs._stopping.clear()
+        queue.consumer_stopping = False  # a consumer that starts again on this queue
     index_knowledge_base.delay(kb.id)
     db.session.refresh(document)
     assert document.status == "indexed" and document.passages_done == document.passage_count

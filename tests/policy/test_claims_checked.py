@@ -197,7 +197,7 @@ def test_a_partial_turn_supports_a_bare_completion_that_says_what_is_left():
 
 
 @pytest.mark.parametrize(("changes", "verdict", "accepted"), [
-    ([], "undecided", True),  # no stored ledger: nothing to check it against
+    ([], "undecided", False),  # no earlier turn stored a change: nothing backs it (fail closed)
     ([table("Leads", earlier=True)], "supported_past", True),
     ([table("Orders", earlier=True)], "undecided", False),  # the stored ledger shows no such change
     ([table("Leads")], "supported", True),

@@ -217,7 +217,7 @@ def test_exports_show_the_waiting_turn_the_decision_who_made_it_and_when(app, cl
     call = waiting_call(app, run_id)
     waiting = client.get(f"/chat/{conversation_id}/export.md").text
     assert "_(waiting for approval)_" in waiting
-    assert '**Waiting for approval:** tool `delete_record` {"record_id": 4}' in waiting
+    assert '**Waiting for approval:** tool `delete_record` `{"record_id": 4}`' in waiting
     assert "**Waiting** for a decision, until" in waiting
 
     client.post(f"/approvals/{call.id}/decision", data={"decision": "deny", "comment": "Keep it."})

@@ -38,8 +38,8 @@ refusals low without letting an empty turn claim success:
 - only an unknown noun: supported for create, update, delete, run and send (they also describe the answer
   itself), unsupported for schedule and remember (they never do);
 - a count no tool reported: supported (a matching change exists, only its number is unknown);
-- an earlier turn: supported when no ledger of earlier turns is stored, unsupported when one is and shows
-  no such change.
+- an earlier turn: unsupported unless a stored receipt of an earlier turn shows that change (fail closed:
+  earlier turns that changed nothing, or answers from before receipts, back no claim).
 `Finding.accepted` is True when the fallback is supported or supported_past.
 
 The word tables are TOML files in words/ (one per language, and kinds.toml); words/README.md says what each

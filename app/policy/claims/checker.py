@@ -178,9 +178,9 @@ class Checker:
             return self._finding(claim, SUPPORTED_PAST, tuple(past), f"{claim.describe()}: {self._summary(past)}")
         if good:
             return self._finding(claim, SUPPORTED, tuple(good), f"{claim.describe()}: {self._summary(good)}")
-        if not self.past:
-            return self._finding(claim, UNDECIDED, (), f"claims {claim.describe()}; no ledger of earlier turns "
-                                 "is stored to check it against", SUPPORTED)
+        if not self.past:  # fail closed: no stored change of an earlier turn can back it
+            return self._finding(claim, UNDECIDED, (), f"claims {claim.describe()}; no earlier turn stored a "
+                                 "change to check it against", UNSUPPORTED)
         return self._finding(claim, UNDECIDED, (), f"claims {claim.describe()}; the stored ledger of earlier "
                              f"turns shows no such change ({self._summary(self.past)})", UNSUPPORTED)
 

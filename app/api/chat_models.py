@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from app.api.errors import ApiError
+from app.api.patterns import NAME, NON_BLANK
 from app.models import Conversation, Message
 from app.models.base import ID_MAX
 from app.policy.bidi import bidi_problem
@@ -29,7 +30,7 @@ class Body(BaseModel):
 class NewConversation(Body):
     agent_id: DatabaseId
     """The agent to chat with (one the user may use)."""
-    title: str | None = Field(None, max_length=200)
+    title: Annotated[str, Field(max_length=200, json_schema_extra={"pattern": NAME})] | None = None
     """A title, on one line; without one (or a blank one), the conversation gets one after its first answer."""
 
     @field_validator("title")
@@ -43,7 +44,7 @@ class NewConversation(Body):
 
 
 class NewMessage(Body):
-    message: str = Field(min_length=1)
+    message: str = Field(min_length=1, json_schema_extra={"pattern": NON_BLANK})
     """The user's message (at most MAX_MESSAGE_CHARS characters)."""
     context: dict[str, Any] | None = None
     """`{"page": {...}}`, as for the htmx chat (docs/api.md, Page context)."""
@@ -52,7 +53,7 @@ class NewMessage(Body):
 class AgentRun(Body):
     thread_id: DatabaseId
     """The conversation (the user's own) whose agent answers."""
-    message: str = Field(min_length=1)
+    message: str = Field(min_length=1, json_schema_extra={"pattern": NON_BLANK})
     """The user's message."""
     context: dict[str, Any] | None = None
     """`{"page": {...}}`, as for the base transport."""

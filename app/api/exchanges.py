@@ -30,7 +30,7 @@ from app.chat import turns
 from app.chat.purge import purge_conversation
 from app.extensions import db, jobs
 from app.models import Agent, Conversation, Message, Run, User
-from app.models.base import utcnow
+from app.models.base import ID_MAX, utcnow
 from app.models.chat import ACTIVE_STATUSES
 from app.runtime import execution
 from app.runtime.model_choice import model_spec_for
@@ -145,6 +145,8 @@ def _conversation_for(agent: Agent, user: User, asked: Request, source: str) -> 
 
 def _own_conversation(given: str, user: User) -> Conversation:
     conversation_id = int(given) if given.isascii() and given.isdigit() and len(given) <= 10 else None
+    if conversation_id is not None and conversation_id > ID_MAX:  # names no row (PostgreSQL would raise)
+        conversation_id = None
     conversation = db.session.get(Conversation, conversation_id, options=turns.FOR_TURN) \
         if conversation_id is not None else None
     if conversation is None or conversation.user_id != user.id or conversation.deleted_at is not None \

@@ -136,14 +136,16 @@ def _refuse_tools(body: dict) -> None:
 
 
 def _max_tokens(body: dict) -> int | None:
+    """max_completion_tokens, else the older max_tokens; each checked when given."""
+    given = None
     for name in ("max_completion_tokens", "max_tokens"):
         value = body.get(name)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise OpenAIError(400, f"{name} is a whole number of at least 1.", "invalid_value", name)
-        return value
-    return None
+        given = value if given is None else given
+    return given
 
 
 def _messages(messages: Any) -> Request:

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, jsonify, request
+from flask import Blueprint, abort, current_app, jsonify, request
 from flask_login import current_user
 
 from app import api
 from app.api.body import json_body
 from app.api.errors import ApiError
-from app.api.openapi import CapabilitiesData, Preferences, PreferencesData, documented, spec
+from app.api.openapi import (
+    CapabilitiesData,
+    Document,
+    Error,
+    PreferenceQuery,
+    Preferences,
+    PreferencesData,
+    document,
+    documented,
+)
 from app.assistance.capabilities import capabilities_of
 from app.assistance.preferences import PreferenceError, delete_preferences, preferences_of, update_preferences
 from app.extensions import db
@@ -38,7 +47,7 @@ def preferences_update():
 
 
 @bp.route("/me/preferences", methods=["DELETE"])
-@documented(tags=("preferences",), HTTP_200=PreferencesData)
+@documented(tags=("preferences",), query=PreferenceQuery, HTTP_200=PreferencesData)
 def preferences_delete():
     """Remove `?namespace=` (all its keys) or one `?namespace=&key=`."""
     namespace = request.args.get("namespace")
@@ -61,6 +70,7 @@ def capabilities():
 
 @bp.route("/openapi.json")
 @public
+@documented(tags=("openapi",), errors={"HTTP_422": Error}, HTTP_200=Document)
 def openapi():
     """The OpenAPI 3.1 document of this API, generated from the views' models."""
-    return jsonify(spec.spec)
+    return jsonify(document(current_app))

@@ -16,7 +16,8 @@ from app.api.approval_models import Answer, AnsweredData, CallOut, CallPage, Con
 from app.api.body import json_body
 from app.api.chat_models import dump, parse
 from app.api.errors import ApiError
-from app.api.openapi import documented
+from app.api.openapi import PageQuery, documented
+from app.api.query import paging
 from app.api.tokens import opens_agent_id
 from app.chat import approvals
 from app.chat.conversations import get_own_conversation
@@ -26,7 +27,6 @@ from app.waiting import deciders
 
 bp = Blueprint("api_approvals", __name__)
 api.init_blueprint(bp)
-MAX_PER_PAGE = 100
 
 
 def _no_guests() -> None:
@@ -35,15 +35,11 @@ def _no_guests() -> None:
 
 
 @bp.route("/approvals")
-@documented(tags=("approvals",), HTTP_200=CallPage)
+@documented(tags=("approvals",), query=PageQuery, HTTP_200=CallPage)
 def index():
     """The calls waiting for the user's decision, oldest first (`?page=&perPage=`, 30 by default)."""
     _no_guests()
-    page = request.args.get("page", 1, type=int)
-    per_page = request.args.get("perPage", 30, type=int)
-    if page < 1 or not 1 <= per_page <= MAX_PER_PAGE:
-        raise ApiError(422, f"page is 1 or more; perPage is 1 to {MAX_PER_PAGE}.",
-                       fields={"page": "1 or more", "perPage": f"1 to {MAX_PER_PAGE}"})
+    page, per_page = paging(request.args.get("page"), request.args.get("perPage"))
     calls = [call for call in deciders.waiting_for(current_user) if opens_agent_id(call.conversation.agent_id)]
     shown = calls[(page - 1) * per_page:page * per_page]
     return jsonify(data=[dump(CallOut.of(call)) for call in shown],

@@ -18,7 +18,20 @@ from app.api.approval_models import CallOut
 from app.api.body import json_body
 from app.api.chat_models import AgentRun, ConversationOut, MessageOut, NewConversation, NewMessage, dump, parse
 from app.api.errors import ApiError
-from app.api.openapi import ConversationData, ConversationPage, Error, MessageData, MessagePage, documented
+from app.api.openapi import (
+    AGUI_EVENT,
+    ConversationData,
+    ConversationPage,
+    Error,
+    MessageData,
+    MessagePage,
+    PageQuery,
+    ResumeHeaders,
+    ResumeQuery,
+    RunningData,
+    documented,
+)
+from app.api.query import paging, whole_number
 from app.api.run_follow import Viewer, follow_run
 from app.api.tokens import opened_agent_ids, opens_agent, opens_agent_id, request_token
 from app.assistance.context import ContextRejected, parse_context
@@ -27,6 +40,7 @@ from app.chat.conversations import get_own_conversation, sidebar_query
 from app.chat.purge import purge_conversation
 from app.extensions import db
 from app.models import Agent, Conversation, Message, PendingCall, Run
+from app.models.base import ID_MAX
 from app.runtime import capacity, execution
 from app.web.stream_client import StreamClient
 
@@ -35,20 +49,10 @@ bp = Blueprint("api_chat", __name__)
 # How often an open AG-UI stream re-checks who follows it and whether its run is still going.
 CHECK_SECONDS = 1.0
 api.init_blueprint(bp)
-MAX_PER_PAGE = 100
-
-
-def _page_args() -> tuple[int, int]:
-    page = request.args.get("page", 1, type=int)
-    per_page = request.args.get("perPage", 30, type=int)
-    if page < 1 or not 1 <= per_page <= MAX_PER_PAGE:
-        raise ApiError(422, f"page is 1 or more; perPage is 1 to {MAX_PER_PAGE}.",
-                       fields={"page": "1 or more", "perPage": f"1 to {MAX_PER_PAGE}"})
-    return page, per_page
 
 
 def _paged(select, out, dumped=None) -> Response:
-    page, per_page = _page_args()
+    page, per_page = paging(request.args.get("page"), request.args.get("perPage"))
     rows = list(db.session.scalars(select.limit(per_page + 1).offset((page - 1) * per_page)))
     return jsonify(data=dumped(rows[:per_page]) if dumped else [dump(out.of(row)) for row in rows[:per_page]],
                    meta={"page": page, "perPage": per_page, "hasNext": len(rows) > per_page})
@@ -80,7 +84,7 @@ def _own_conversation(conversation_id: int, *options) -> Conversation:
 
 
 @bp.route("/conversations")
-@documented(tags=("conversations",), HTTP_200=ConversationPage)
+@documented(tags=("conversations",), query=PageQuery, HTTP_200=ConversationPage)
 def conversations_index():
     """The user's conversations, newest first, paged (`?page=&perPage=`)."""
     query, opened = sidebar_query(current_user.id), opened_agent_ids()
@@ -121,7 +125,7 @@ def conversations_delete(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages")
-@documented(tags=("messages",), HTTP_200=MessagePage)
+@documented(tags=("messages",), query=PageQuery, HTTP_200=MessagePage)
 def messages_index(conversation_id: int):
     """The conversation's messages, oldest first, paged."""
     conversation = _own_conversation(conversation_id)
@@ -130,8 +134,8 @@ def messages_index(conversation_id: int):
 
 
 @bp.route("/conversations/<int:conversation_id>/messages", methods=["POST"])
-@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=None, HTTP_409=Error, HTTP_429=Error,
-            HTTP_503=Error)
+@documented(json=NewMessage, tags=("messages",), HTTP_201=MessageData, HTTP_202=RunningData, HTTP_409=Error,
+            HTTP_429=Error, HTTP_503=Error)
 def messages_create(conversation_id: int):
     """Send a message and wait for the checked answer; 201 with the assistant message.
 
@@ -153,7 +157,8 @@ def messages_create(conversation_id: int):
 
 
 @bp.route("/agent", methods=["POST"])
-@documented(json=AgentRun, tags=("stream",), HTTP_200=None, HTTP_409=Error, HTTP_429=Error, HTTP_503=Error)
+@documented(json=AgentRun, tags=("stream",), stream=AGUI_EVENT, HTTP_200=None, HTTP_409=Error, HTTP_429=Error,
+            HTTP_503=Error)
 def agent():
     """The AG-UI stream of the same turn as the base transport: `{threadId, message, context}`."""
     body = parse(AgentRun, json_body())
@@ -197,9 +202,12 @@ def _send(conversation, body: NewMessage) -> str:
 
 
 @bp.route("/agent/<run_id>")
-@documented(tags=("stream",), HTTP_200=None, HTTP_503=Error)
+@documented(tags=("stream",), query=ResumeQuery, headers=ResumeHeaders, stream=AGUI_EVENT, HTTP_200=None,
+            HTTP_503=Error)
 def agent_resume(run_id: str):
     """Resume the AG-UI stream of one of the user's runs after an event's id (`Last-Event-ID` or `?after=`)."""
+    after = whole_number("Last-Event-ID", request.headers.get("Last-Event-ID"), 0, 0, ID_MAX) \
+        or whole_number("after", request.args.get("after"), 0, 0, ID_MAX)
     query = db.select(Run).join(Run.conversation).where(
         Run.id == run_id, Run.user_id == current_user.id, Conversation.deleted_at.is_(None))
     opened = opened_agent_ids()
@@ -208,7 +216,6 @@ def agent_resume(run_id: str):
     run = db.session.scalar(query)
     if run is None:
         raise ApiError(404, "There is no such run of yours.")
-    after = request.headers.get("Last-Event-ID", type=int) or request.args.get("after", 0, type=int) or 0
     app = current_app._get_current_object()
     release = capacity.take_stream(app)  # 503 with Retry-After when this process streams all it can
     return _event_stream(agui_stream(app, str(run.conversation_id), run.id, after, _viewer(), StreamClient()), release)

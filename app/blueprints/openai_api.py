@@ -16,8 +16,8 @@ from flask_login import current_user
 
 from app.api import exchanges, rate_limits
 from app.api import openai_compat as oai
-from app.api.openai_models import ERRORS, ChatCompletion, ChatCompletionRequest, ModelList
-from app.api.openapi import documented
+from app.api.openai_models import COMPLETION_ERRORS, ERRORS, ChatCompletion, ChatCompletionRequest, Model, ModelList
+from app.api.openapi import CHUNK_EVENT, ConversationHeaders, documented
 from app.api.run_follow import LEFT, SIGNED_OUT, Viewer, follow_run
 from app.api.tokens import request_token
 from app.extensions import db
@@ -79,7 +79,7 @@ def models():
 
 
 @bp.route("/models/<path:model>")
-@documented(tags=("openai",), errors=ERRORS, HTTP_200=None)
+@documented(tags=("openai",), errors=ERRORS, HTTP_200=Model)
 def model(model: str):
     """One agent as a model."""
     agent = exchanges.agent_for(model, current_user)
@@ -89,7 +89,8 @@ def model(model: str):
 
 @bp.route("/chat/completions", methods=["POST"])
 @body_limit("OPENAI_MAX_BODY_BYTES")
-@documented(json=ChatCompletionRequest, tags=("openai",), errors=ERRORS, HTTP_200=ChatCompletion)
+@documented(json=ChatCompletionRequest, tags=("openai",), errors=COMPLETION_ERRORS, headers=ConversationHeaders,
+            stream=CHUNK_EVENT, HTTP_200=ChatCompletion)
 def chat_completions():
     """Answer as the agent named by `model`: a `chat.completion`, or `chat.completion.chunk`s with `stream`."""
     asked = _asked()

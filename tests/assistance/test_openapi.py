@@ -75,3 +75,151 @@ def test_every_integer_of_a_request_body_states_its_range(client):
                  if "maximum" not in schema or not ("minimum" in schema or "exclusiveMinimum" in schema)]
     assert not unbounded, ("give these integer fields a range, ids `DatabaseId` (app/api/chat_models.py), "
                            f"others `Field(ge=..., le=...)`: {unbounded}")
+
+
+def operations(document: dict):
+    """Every (method, path, operation) of the document."""
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            yield method, path, operation
+
+
+def test_the_document_says_how_each_operation_signs_in(app, client):
+    """A session (its cookie, and the CSRF header for writes) or a personal token with a scope; /v1/ tokens only."""
+    document = client.get("/api/openapi.json").json
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["bearer"]["type"] == "http" and schemes["bearer"]["scheme"] == "bearer"
+    assert (schemes["session"]["type"], schemes["session"]["in"]) == ("apiKey", "cookie")
+    assert schemes["session"]["name"] == app.config["SESSION_COOKIE_NAME"]
+    assert (schemes["csrf"]["type"], schemes["csrf"]["in"]) == ("apiKey", "header")
+    assert schemes["csrf"]["name"] in app.config["WTF_CSRF_HEADERS"]
+    wrong = {}
+    for method, path, operation in operations(document):
+        if path == "/api/openapi.json":
+            expected = []
+        elif path.startswith("/v1/"):
+            expected = [{"bearer": ["openai"]}]
+        elif method == "get":
+            expected = [{"bearer": ["read"]}, {"session": []}]
+        else:
+            expected = [{"bearer": ["chat"]}, {"session": [], "csrf": []}]
+        if operation.get("security") != expected:
+            wrong[f"{method.upper()} {path}"] = operation.get("security")
+    assert not wrong, f"these operations declare the wrong sign-in (app/api/openapi.py, `security_of`): {wrong}"
+
+
+def test_the_document_is_itself_a_public_operation(client):
+    operation = client.get("/api/openapi.json").json["paths"]["/api/openapi.json"]["get"]
+    assert operation["security"] == [] and "application/json" in operation["responses"]["200"]["content"]
+
+
+def _names_read(source: str) -> set[str]:
+    return set(re.findall(r"request\.(?:args|headers)\.get\(\s*\"([^\"]+)\"", source))
+
+
+def test_every_parameter_a_view_reads_is_declared_with_its_type(client):
+    """The query and header parameters the API's views read (`request.args` / `request.headers`) are all in it."""
+    from pathlib import Path
+
+    import app.blueprints as blueprints
+
+    document = client.get("/api/openapi.json").json
+    declared = {parameter["name"]: parameter for _m, _p, operation in operations(document)
+                for parameter in operation.get("parameters", []) if parameter["in"] in ("query", "header")}
+    read = set()
+    for name in ("api.py", "api_chat.py", "api_approvals.py", "openai_api.py"):
+        read |= _names_read((Path(blueprints.__file__).parent / name).read_text())
+    read.discard("Authorization")  # the security schemes say it
+    assert read >= {"page", "perPage", "namespace", "key", "after", "Last-Event-ID"}
+    missing = sorted(read - set(declared))
+    assert not missing, f"declare these parameters with documented(query=..., headers=...): {missing}"
+    untyped = sorted(name for name in read if "type" not in declared[name]["schema"])
+    assert not untyped, untyped
+    for listing in ("/api/conversations", "/api/conversations/{conversation_id}/messages", "/api/approvals"):
+        parameters = {p["name"]: p["schema"] for p in document["paths"][listing]["get"]["parameters"]}
+        assert parameters["page"]["type"] == "integer" and parameters["page"]["minimum"] == 1
+        assert (parameters["perPage"]["minimum"], parameters["perPage"]["maximum"]) == (1, 100)
+    delete = {p["name"]: p for p in document["paths"]["/api/me/preferences"]["delete"]["parameters"]}
+    assert delete["namespace"]["required"] is True and delete["key"]["required"] is False
+    assert "pattern" in delete["namespace"]["schema"] and "pattern" in delete["key"]["schema"]
+
+
+def test_every_path_id_states_its_range(client):
+    document = client.get("/api/openapi.json").json
+    for _method, path, operation in operations(document):
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "path" and parameter["schema"].get("type") == "integer":
+                assert (parameter["schema"]["minimum"], parameter["schema"]["maximum"]) == (1, 2**31 - 1), path
+
+
+def test_streams_are_declared_as_server_sent_events(client):
+    document = client.get("/api/openapi.json").json
+    for method, path in (("post", "/api/agent"), ("get", "/api/agent/{run_id}"), ("post", "/v1/chat/completions")):
+        content = document["paths"][path][method]["responses"]["200"]["content"]
+        event = content["text/event-stream"]["schema"]
+        assert event["type"] == "object" and event["properties"]["data"]["type"] == "string", path
+    completions = document["paths"]["/v1/chat/completions"]["post"]["responses"]["200"]["content"]
+    assert "application/json" in completions  # without `stream`
+    agui = document["paths"]["/api/agent"]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    assert {"RUN_STARTED", "TEXT_MESSAGE_CONTENT", "RUN_FINISHED", "RUN_ERROR"} <= set(
+        agui["properties"]["event"]["enum"])
+
+
+def _strings_of(schema, schemas: dict, seen: set[str], where: str):
+    """Every string schema (with where it is) and every object's `propertyNames`, through $refs."""
+    if isinstance(schema, list):
+        for index, item in enumerate(schema):
+            yield from _strings_of(item, schemas, seen, f"{where}[{index}]")
+        return
+    if not isinstance(schema, dict):
+        return
+    ref = schema.get("$ref")
+    if ref:
+        name = ref.rsplit("/", 1)[-1]
+        if name not in seen:
+            seen.add(name)
+            yield from _strings_of(schemas[name], schemas, seen, name)
+        return
+    types = schema.get("type")
+    if types == "string" or (isinstance(types, list) and "string" in types):
+        yield where, schema
+    if types == "object" or "properties" in schema or "additionalProperties" in schema:
+        yield f"{where} (keys)", schema.get("propertyNames", {})
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "patternProperties"):
+            for name, child in value.items():
+                yield from _strings_of(child, schemas, seen, f"{where}.{name}")
+        elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf", "prefixItems", "propertyNames"):
+            if key != "propertyNames":
+                yield from _strings_of(value, schemas, seen, f"{where}.{key}")
+        elif key in ("schema",):
+            yield from _strings_of(value, schemas, seen, where)
+
+
+def test_every_string_a_request_sends_says_control_characters_are_refused(client):
+    """app/web/text_input.py refuses C0/C1 controls (but tab, newline, CR) in every string of a request: 422.
+
+    The document says it with a `pattern` on every string (keys included), so a client, a validator and
+    schemathesis know a string with U+0000 is refused.
+    """
+    from app.web.text_input import CONTROL
+
+    document = client.get("/api/openapi.json").json
+    schemas = document["components"]["schemas"]
+    found, silent = 0, []
+    for method, path, operation in operations(document):
+        sent = [parameter["schema"] for parameter in operation.get("parameters", [])]
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+        for where, schema in _strings_of([*sent, body] if body else sent, schemas, set(), f"{method} {path}"):
+            found += 1
+            if "enum" in schema or "const" in schema:
+                continue
+            pattern = re.compile(schema.get("pattern", ""))
+            # Free text (`^[^...]*$`) takes tab and newline; a narrower pattern (a name, an id) need not.
+            free = pattern.pattern.startswith("^[^")
+            text = not free or pattern.search("tab\tand\nnew line")
+            if pattern.search("a\x00b") or pattern.search("\x85") or not text:
+                silent.append(where)
+    assert found > 20
+    assert not silent, f"these strings do not say control characters are refused (a `pattern`): {silent}"
+    assert CONTROL.search("\x00") and not CONTROL.search("\t")

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The whole suite on SQLite and, when one is configured, the database tests on PostgreSQL, side by side.
 #
+# The PostgreSQL pass leaves out what the SQLite pass already checks the same on every database: the browser
+# journeys, the knowledge store (embedded Chroma either way), the pure rules and the tests whose servers run on
+# a SQLite instance of their own (marked `once`).
 # The two passes share nothing but the machine: each has its own database, and on Redis its own
 # database number (the PostgreSQL pass takes the one below SKILLDESK_TEST_REDIS_URL's), so one pass's
 # queue, wake-ups and flushed rate limits never reach the other. The PostgreSQL pass's output is
@@ -26,7 +29,7 @@ if [ -n "${SKILLDESK_TEST_DATABASE_URL:-}" ]; then
   fi
   echo "== Database tests on PostgreSQL (${SKILLDESK_TEST_DATABASE_URL%%@*}@…), beside the SQLite pass"
   SKILLDESK_TEST_REDIS_URL="$pg_redis" \
-    .venv/bin/pytest -m "not browser" --ignore=tests/browser --ignore=tests/knowledge "$@" >"$pg_log" 2>&1 &
+    .venv/bin/pytest -m "not browser and not once" --ignore=tests/browser --ignore=tests/knowledge "$@" >"$pg_log" 2>&1 &
   pg_pid=$!
   trap 'kill "$pg_pid" 2>/dev/null' INT TERM EXIT
 else

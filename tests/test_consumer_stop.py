@@ -10,7 +10,7 @@ import pytest
 
 from tests.server_process import ctrl_c, instance, start, stop, wait_for
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+pytestmark = [pytest.mark.once, pytest.mark.filterwarnings("ignore::ResourceWarning")]
 
 
 @pytest.mark.parametrize("consumer_command", [".venv/bin/flask --app wsgi jobs worker",

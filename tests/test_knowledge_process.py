@@ -17,7 +17,7 @@ from app.models import Agent, Run
 from tests.conftest import PASSWORD, make_user
 from tests.server_process import answering, app_on, ctrl_c, free_port, instance, start, stop, wait_for
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+pytestmark = [pytest.mark.once, pytest.mark.filterwarnings("ignore::ResourceWarning")]
 
 
 def _children(pid: int) -> list[int]:

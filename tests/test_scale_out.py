@@ -23,6 +23,7 @@ WEB = ".venv/bin/flask --app wsgi serve --workers 4 --no-jobs"
 CONSUMERS = [".venv/bin/flask --app wsgi jobs worker", ".venv/bin/huey_consumer wsgi.huey -k thread -w 2"]
 
 pytestmark = [
+    pytest.mark.once,  # its servers run on a SQLite instance of their own, whatever the pass
     pytest.mark.skipif(not REDIS_URL, reason="SKILLDESK_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/14)"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]

@@ -14,7 +14,7 @@ from tests.conftest import PASSWORD, make_agent, make_user
 from tests.fake_openai import fake_openai
 from tests.server_process import answering, app_on, ctrl_c, free_port, instance, press_ctrl_c, start, stop, wait_for
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+pytestmark = [pytest.mark.once, pytest.mark.filterwarnings("ignore::ResourceWarning")]
 
 
 def _a_run_on_a_hanging_model(tmp_path, provider):

